@@ -1,0 +1,104 @@
+"""The array module `xp` (NumPy by default, CuPy on request) and the default dtype.
+
+Every piece of compute code in the package does its array math through `xp`:
+
+    from numpy_transformer.backend import xp
+    y = xp.matmul(a, b)
+
+`xp` is a thin stand-in that forwards every attribute to the active module, so
+switching backends is one call (or one environment variable) and no import has
+to be redone:
+
+    set_backend("cupy")                       # or NUMPY_TRANSFORMER_BACKEND=cupy
+
+Switch before building a model: arrays already made stay on the device they
+were made on.
+"""
+
+import os
+
+import numpy
+
+_BACKENDS = ("numpy", "cupy")
+_active = numpy
+_default_dtype = numpy.dtype(numpy.float32)
+
+
+class _ArrayModule:
+    """Forwards `xp.anything` to the active array module (numpy or cupy)."""
+
+    def __getattr__(self, name):
+        return getattr(_active, name)
+
+    def __repr__(self):
+        return f"<array module {_active.__name__!r} (numpy_transformer.backend.xp)>"
+
+
+xp = _ArrayModule()
+
+
+def set_backend(name):
+    """Make `xp` NumPy (`"numpy"`) or CuPy (`"cupy"`) from now on."""
+    global _active
+    if name not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
+    if name == "cupy":
+        try:
+            import cupy
+        except ImportError as err:
+            raise ImportError(
+                "backend 'cupy' was requested but CuPy is not installed; install the "
+                "GPU extra with `pip install -e .[gpu]` (needs an NVIDIA GPU and CUDA 12)"
+            ) from err
+        _active = cupy
+    else:
+        _active = numpy
+
+
+def get_backend():
+    """Name of the active array module: "numpy" or "cupy"."""
+    return _active.__name__
+
+
+def to_numpy(x):
+    """A NumPy array holding `x` (copied from the GPU when `x` is a CuPy array)."""
+    if hasattr(x, "get") and type(x).__module__.startswith("cupy"):
+        return x.get()
+    return numpy.asarray(x)
+
+
+def get_default_dtype():
+    """The floating dtype new parameters and activations use (float32 unless set)."""
+    return _default_dtype
+
+
+def set_default_dtype(dtype):
+    """Set the default floating dtype: a NumPy dtype or its name ("float32", "float64")."""
+    global _default_dtype
+    try:
+        dt = numpy.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"dtype must be a NumPy floating dtype or its name, got {dtype!r}") from err
+    if dt.kind != "f":
+        raise TypeError(f"dtype must be a floating dtype (float16/32/64), got {dt.name}")
+    _default_dtype = dt
+
+
+class default_dtype:
+    """Context manager: `with default_dtype("float64"): ...` then restore the old one."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def __enter__(self):
+        self.saved = get_default_dtype()
+        set_default_dtype(self.dtype)
+        return get_default_dtype()
+
+    def __exit__(self, *exc):
+        set_default_dtype(self.saved)
+
+
+_env = os.environ.get("NUMPY_TRANSFORMER_BACKEND", "").strip().lower()
+if _env:
+    set_backend(_env)

@@ -1,0 +1,53 @@
+"""Element-wise activations: ReLU and GELU (tanh form)."""
+
+import math
+
+from ..backend import xp
+from ..module import Module
+
+
+class ReLU(Module):
+    """y = max(x, 0).
+
+    Backward: dx = dy where x > 0, else 0 (we take the derivative at 0 to be 0).
+    Cache: the boolean mask x > 0.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.cache = None
+
+    def forward(self, x):
+        self.cache = x > 0
+        return xp.maximum(x, 0)
+
+    def backward(self, dy):
+        return dy * self.cache
+
+
+class GELU(Module):
+    """Gaussian error linear unit, tanh approximation (Hendrycks & Gimpel, 2016):
+
+        y = 0.5 x (1 + tanh(u)),   u = c (x + 0.044715 x^3),   c = sqrt(2 / pi)
+
+    Backward, with t = tanh(u):
+        dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
+    Cache: x and t.
+    """
+
+    C = math.sqrt(2.0 / math.pi)
+    A = 0.044715
+
+    def __init__(self):
+        super().__init__()
+        self.cache = None
+
+    def forward(self, x):
+        t = xp.tanh(self.C * (x + self.A * x**3))
+        self.cache = (x, t)
+        return 0.5 * x * (1.0 + t)
+
+    def backward(self, dy):
+        x, t = self.cache
+        du_dx = self.C * (1.0 + 3.0 * self.A * x**2)
+        return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)

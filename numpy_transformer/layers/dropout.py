@@ -1,0 +1,40 @@
+"""Dropout: inverted dropout with the mask kept for backward."""
+
+import numpy as np
+
+from ..backend import xp
+from ..checks import check_probability
+from ..module import Module
+
+
+class Dropout(Module):
+    """Inverted dropout: y = x * m / (1 - p), m_i ~ Bernoulli(1 - p); identity in eval mode.
+
+    Dividing by (1 - p) at training time keeps E[y] = x, so nothing changes at test time.
+    Backward: dx = dy * m / (1 - p), with the same mask m.
+    Cache: the scaled mask m / (1 - p) (None when dropout is off).
+    `frozen = True` (set by the gradient checker) reuses the last mask instead of
+    drawing a new one, so that repeated forwards compute the same function.
+    """
+
+    def __init__(self, p=0.0, *, rng=None):
+        super().__init__()
+        check_probability(p, "p")
+        self.p = p
+        self.rng = rng if rng is not None else np.random.default_rng()
+        self.frozen = False
+        self.cache = None
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            self.cache = None
+            return x
+        mask = self.cache
+        if not (self.frozen and mask is not None and mask.shape == x.shape):
+            keep = self.rng.random(x.shape, dtype=np.float32) >= self.p    # drawn on the CPU: one seed, one mask
+            mask = xp.asarray(keep, dtype=x.dtype) / x.dtype.type(1.0 - self.p)
+        self.cache = mask
+        return x * mask
+
+    def backward(self, dy):
+        return dy if self.cache is None else dy * self.cache

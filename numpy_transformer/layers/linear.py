@@ -1,0 +1,47 @@
+"""Linear: an affine map over the last axis."""
+
+import numpy as np
+
+from ..backend import get_default_dtype, xp
+from ..checks import check_float_array
+from ..module import Module
+
+
+class Linear(Module):
+    """Affine map over the last axis: y = x W + b.
+
+    Shapes: x (..., D_in), W (D_in, D_out), b (D_out,), y (..., D_out)
+    Backward: with x and dy flattened to (N, D_in) and (N, D_out), N = all leading dims,
+        dx = dy W^T        dW = x^T dy        db = sum over N of dy
+    Cache: x, needed for dW.
+    Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, *, rng=None):
+        super().__init__()
+        rng = rng if rng is not None else np.random.default_rng()
+        dtype = get_default_dtype()
+        self.in_features, self.out_features = in_features, out_features
+        W = rng.normal(0.0, in_features**-0.5, (in_features, out_features))
+        self.params = {"weight": xp.asarray(W, dtype=dtype)}
+        if bias:
+            self.params["bias"] = xp.zeros(out_features, dtype=dtype)
+        self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
+        self.cache = None
+
+    def forward(self, x):
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="in_features")
+        self.cache = x
+        y = x @ self.params["weight"]                     # (..., D_out)
+        if "bias" in self.params:
+            y += self.params["bias"]
+        return y
+
+    def backward(self, dy):
+        x, W = self.cache, self.params["weight"]
+        x2 = x.reshape(-1, self.in_features)              # (N, D_in)
+        dy2 = dy.reshape(-1, self.out_features)           # (N, D_out)
+        self.grads["weight"] += x2.T @ dy2                # (D_in, D_out)
+        if "bias" in self.params:
+            self.grads["bias"] += dy2.sum(axis=0)         # (D_out,)
+        return dy @ W.T                                   # (..., D_in)

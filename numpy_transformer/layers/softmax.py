@@ -1,0 +1,86 @@
+"""Softmax and log-softmax over one axis, with their backward passes.
+
+softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m),   m = max_j x_j
+
+Subtracting the row maximum changes nothing mathematically and keeps exp from
+overflowing, so logits of 1e4 are fine. With a boolean `mask` (True = keep),
+masked entries get probability exactly 0; a row with nothing kept is all zeros
+(never NaN).
+
+Backward (p = softmax(x), dp the upstream gradient):
+    dx_i = sum_j dp_j dp_j/dx_i = p_i (dp_i - sum_j dp_j p_j)
+the Jacobian-vector product of diag(p) - p p^T, never the (n, n) Jacobian itself.
+
+log_softmax(x) = x - m - log sum_j exp(x_j - m)
+Backward: dx = dz - softmax(x) * sum_j dz_j.
+"""
+
+from ..backend import xp
+from ..module import Module
+
+
+def softmax(x, axis=-1, mask=None):
+    """Stable softmax of x along `axis`; masked-out entries (mask False) get 0."""
+    if mask is not None:
+        x = xp.where(mask, x, -xp.inf)
+    m = x.max(axis=axis, keepdims=True)
+    if mask is not None:
+        m = xp.where(xp.isfinite(m), m, 0.0)               # fully masked row: no max
+    e = xp.exp(x - m)
+    s = e.sum(axis=axis, keepdims=True)
+    if mask is not None:
+        s[s == 0] = 1.0                                    # 0 / 1 = 0, not 0 / 0 = NaN
+    e /= s
+    return e
+
+
+def softmax_backward(dp, p, axis=-1):
+    """dx = p * (dp - sum(dp * p)) for p = softmax(x)."""
+    return p * (dp - (dp * p).sum(axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    """Stable log(softmax(x)) along `axis`."""
+    z = x - x.max(axis=axis, keepdims=True)
+    z -= xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+    return z
+
+
+def log_softmax_backward(dz, z, axis=-1):
+    """dx = dz - softmax(x) * sum(dz) for z = log_softmax(x)."""
+    return dz - xp.exp(z) * dz.sum(axis=axis, keepdims=True)
+
+
+class Softmax(Module):
+    """Softmax as a module (used by lessons and the gradient checker).
+
+    Cache: the output p, all the backward needs.
+    """
+
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+        self.cache = None
+
+    def forward(self, x, mask=None):
+        self.cache = softmax(x, self.axis, mask)
+        return self.cache
+
+    def backward(self, dp):
+        return softmax_backward(dp, self.cache, self.axis)
+
+
+class LogSoftmax(Module):
+    """Log-softmax as a module. Cache: the output z."""
+
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+        self.cache = None
+
+    def forward(self, x):
+        self.cache = log_softmax(x, self.axis)
+        return self.cache
+
+    def backward(self, dz):
+        return log_softmax_backward(dz, self.cache, self.axis)

@@ -1,0 +1,28 @@
+"""Boolean attention masks. True means "may attend"; masks broadcast to (B, H, T_q, T_k)."""
+
+from .backend import xp
+from .checks import check_positive_int, message
+
+
+def make_padding_mask(ids, pad_id):
+    """(B, 1, 1, S) mask that hides the key positions holding `pad_id`.
+
+    ids: (B, S) integer token ids.
+    """
+    if not hasattr(ids, "dtype") or ids.dtype.kind not in "iu":
+        raise TypeError(message("ids", "an integer array of token ids",
+                                getattr(ids, "dtype", type(ids).__name__)))
+    if ids.ndim != 2:
+        raise ValueError(message("ids", "shape (B, S)", f"shape {tuple(ids.shape)}"))
+    return (ids != pad_id)[:, None, None, :]                 # (B, 1, 1, S)
+
+
+def make_causal_mask(T):
+    """(1, 1, T, T) mask that lets position t attend to positions <= t only."""
+    check_positive_int(T, "T")
+    return xp.tril(xp.ones((T, T), dtype=xp.bool_))[None, None]   # (1, 1, T, T)
+
+
+def make_decoder_mask(tgt_ids, pad_id):
+    """(B, 1, T, T) mask for decoder self-attention: causal AND not padding."""
+    return make_padding_mask(tgt_ids, pad_id) & make_causal_mask(tgt_ids.shape[1])

@@ -1,0 +1,108 @@
+"""Module: the base class of every layer, block and model.
+
+The contract (see DESIGN.md):
+- `params` and `grads` are dicts of arrays with the same keys and shapes.
+- `forward(*inputs)` returns the output and keeps in `self.cache` what
+  `backward` needs.
+- `backward(dout)` returns the gradient of each floating-point array input of
+  the last `forward` (a tuple when there are several) and ADDS the parameter
+  gradients into `self.grads`; call `zero_grad()` once per step.
+- Child modules are plain attributes, or lists of modules; they are found by
+  walking `vars(self)`, so there is nothing to register.
+"""
+
+import numpy as np
+
+from .backend import to_numpy, xp
+
+
+class Module:
+    def __init__(self):
+        self.params = {}
+        self.grads = {}
+        self.training = True
+
+    def forward(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__}.forward")
+
+    def backward(self, dout):
+        raise NotImplementedError(f"{type(self).__name__}.backward")
+
+    def __call__(self, *inputs, **kwargs):
+        return self.forward(*inputs, **kwargs)
+
+    # Walking the tree of modules.
+
+    def named_children(self):
+        """(name, module) for each direct child; list items are named `name.i`."""
+        for name, value in vars(self).items():
+            if isinstance(value, Module):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield f"{name}.{i}", item
+
+    def named_modules(self, prefix=""):
+        """(dotted name, module) for this module and all its descendants."""
+        yield prefix, self
+        for name, child in self.named_children():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def named_parameters(self):
+        """(dotted name, param, grad) for every parameter; a shared array is listed once."""
+        seen = set()
+        for prefix, module in self.named_modules():
+            for key, param in module.params.items():
+                if id(param) in seen:
+                    continue
+                seen.add(id(param))
+                yield (f"{prefix}.{key}" if prefix else key), param, module.grads[key]
+
+    def parameters(self):
+        return [param for _, param, _ in self.named_parameters()]
+
+    def num_parameters(self):
+        """Number of scalars in the parameters (shared arrays counted once)."""
+        return int(sum(param.size for param in self.parameters()))
+
+    def zero_grad(self):
+        """Fill every gradient array with zeros, in place (arrays are never replaced)."""
+        for _, _, grad in self.named_parameters():
+            grad.fill(0)
+
+    def train(self, mode=True):
+        for _, module in self.named_modules():
+            module.training = mode
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    # Saving and loading.
+
+    def state_dict(self):
+        """{dotted name: NumPy array copy} of every parameter."""
+        return {name: np.array(to_numpy(param)) for name, param, _ in self.named_parameters()}
+
+    def load_state_dict(self, state):
+        """Copy arrays from `state` into the parameters, in place; names and shapes must match."""
+        own = {name: param for name, param, _ in self.named_parameters()}
+        missing = sorted(set(own) - set(state))
+        unexpected = sorted(set(state) - set(own))
+        if missing or unexpected:
+            raise ValueError(
+                f"state_dict does not match {type(self).__name__}: "
+                f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
+        for name, param in own.items():
+            value = state[name]
+            if tuple(value.shape) != tuple(param.shape):
+                raise ValueError(f"state_dict[{name!r}]: expected shape {tuple(param.shape)}, "
+                                 f"got shape {tuple(value.shape)}")
+        for name, param in own.items():
+            param[...] = xp.asarray(state[name], dtype=param.dtype)
+
+    def __repr__(self):
+        children = ", ".join(name for name, _ in self.named_children())
+        return f"{type(self).__name__}({children})"
