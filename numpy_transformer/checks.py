@@ -10,6 +10,8 @@ These run on every `forward`, so they only look at shapes and dtypes (cheap),
 except `check_ids`, which reads the ids once to find their range.
 """
 
+import numbers
+
 from .backend import xp
 
 
@@ -63,7 +65,7 @@ def check_mask(mask, name, shape):
 
 
 def check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(message(name, "an integer", repr(value)))
     if value <= 0:
         raise ValueError(message(name, "a positive integer", value))

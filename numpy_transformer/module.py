@@ -11,8 +11,6 @@ The contract (see DESIGN.md):
   walking `vars(self)`, so there is nothing to register.
 """
 
-import numpy as np
-
 from .backend import to_numpy, xp
 
 
@@ -83,7 +81,7 @@ class Module:
 
     def state_dict(self):
         """{dotted name: NumPy array copy} of every parameter."""
-        return {name: np.array(to_numpy(param)) for name, param, _ in self.named_parameters()}
+        return {name: to_numpy(param).copy() for name, param, _ in self.named_parameters()}
 
     def load_state_dict(self, state):
         """Copy arrays from `state` into the parameters, in place; names and shapes must match."""

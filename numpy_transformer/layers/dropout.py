@@ -31,7 +31,7 @@ class Dropout(Module):
             return x
         mask = self.cache
         if not (self.frozen and mask is not None and mask.shape == x.shape):
-            keep = self.rng.random(x.shape, dtype=np.float32) >= self.p    # drawn on the CPU: one seed, one mask
+            keep = self.rng.random(x.shape, dtype="float32") >= self.p    # drawn on the CPU: one seed, one mask
             mask = xp.asarray(keep, dtype=x.dtype) / x.dtype.type(1.0 - self.p)
         self.cache = mask
         return x * mask

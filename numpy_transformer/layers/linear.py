@@ -45,3 +45,42 @@ class Linear(Module):
         if "bias" in self.params:
             self.grads["bias"] += dy2.sum(axis=0)         # (D_out,)
         return dy @ W.T                                   # (..., D_in)
+
+
+class TiedLinear(Module):
+    """Output projection that shares its matrix with an Embedding (weight tying,
+    paper section 3.4): logits = x E^T + b, with E the embedding's (V, D) weight.
+
+    Shapes: x (..., D), E (V, D), b (V,), y (..., V)
+    Backward: dx = dy E, dE += dy^T x (added into the embedding's own gradient
+    array, so the embedding and the projection accumulate into one place), db = sum dy.
+    Cache: x.
+    """
+
+    def __init__(self, embedding, bias=True):
+        super().__init__()
+        W = embedding.params["weight"]                                # (V, D), shared
+        self.in_features, self.out_features = W.shape[1], W.shape[0]
+        self.params = {"weight": W}
+        self.grads = {"weight": embedding.grads["weight"]}
+        if bias:
+            self.params["bias"] = xp.zeros(W.shape[0], dtype=W.dtype)
+            self.grads["bias"] = xp.zeros_like(self.params["bias"])
+        self.cache = None
+
+    def forward(self, x):
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="d_model")
+        self.cache = x
+        y = x @ self.params["weight"].T                               # (..., V)
+        if "bias" in self.params:
+            y += self.params["bias"]
+        return y
+
+    def backward(self, dy):
+        x, W = self.cache, self.params["weight"]
+        x2 = x.reshape(-1, self.in_features)                          # (N, D)
+        dy2 = dy.reshape(-1, self.out_features)                       # (N, V)
+        self.grads["weight"] += dy2.T @ x2                            # (V, D)
+        if "bias" in self.params:
+            self.grads["bias"] += dy2.sum(axis=0)                     # (V,)
+        return dy @ W                                                 # (..., D)

@@ -1,0 +1,159 @@
+"""Safe checkpoints: one `.npz` file of plain arrays plus a JSON header.
+
+    save_checkpoint("run/last.npz", model, optimizer, step=1200, val_loss=0.31)
+    ckpt = load_checkpoint("run/last.npz")
+    ckpt.model, ckpt.optimizer_state, ckpt.metadata
+
+Guarantees:
+- Nothing is ever unpickled: files are read with `allow_pickle=False`, so a
+  checkpoint can't run code; a file holding a pickled object is refused.
+- The header stores a SHA-256 of every array (and of itself), so a truncated
+  or corrupted file is detected and refused.
+- Saving writes a temporary file in the same folder and renames it over the
+  old one (an atomic step), so a crash mid-save leaves the previous checkpoint intact.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import default_dtype, to_numpy
+
+FORMAT = "numpy_transformer.checkpoint"
+VERSION = 1
+_HEADER = "__header__"
+_HEADER_DIGEST = "__header_sha256__"
+
+
+@dataclass
+class Checkpoint:
+    model: object            # the rebuilt model with its saved weights
+    optimizer_state: dict    # pass to optimizer.load_state_dict (None if not saved)
+    metadata: dict           # the keyword arguments given to save_checkpoint
+    config: dict             # the model's configuration
+
+
+def _model_classes():
+    from .models.transformer import Transformer, TransformerConfig
+    classes = {"Transformer": (Transformer, TransformerConfig)}
+    try:
+        from .models.gpt import GPT, GPTConfig
+        classes["GPT"] = (GPT, GPTConfig)
+    except ImportError:
+        pass
+    return classes
+
+
+def _digest(array):
+    h = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
+    h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
+
+
+def _split_state(tree, prefix, arrays):
+    """Move the arrays of a nested dict into `arrays`; return the JSON-able rest."""
+    if isinstance(tree, dict):
+        return {str(k): _split_state(v, f"{prefix}/{k}", arrays) for k, v in tree.items()}
+    if hasattr(tree, "shape") and hasattr(tree, "dtype"):
+        arrays[prefix] = np.array(to_numpy(tree))
+        return {"__array__": prefix}
+    if isinstance(tree, (np.integer, np.floating)):
+        return tree.item()
+    if isinstance(tree, tuple):
+        return list(tree)
+    return tree
+
+
+def _join_state(tree, arrays):
+    if isinstance(tree, dict):
+        if set(tree) == {"__array__"}:
+            return arrays[tree["__array__"]]
+        return {k: _join_state(v, arrays) for k, v in tree.items()}
+    return tree
+
+
+def save_checkpoint(path, model, optimizer=None, **metadata):
+    """Write model weights (and optimizer state, and `metadata`) to `path` atomically."""
+    arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
+    optim = None if optimizer is None else _split_state(optimizer.state_dict(), "optim", arrays)
+    header = {"format": FORMAT, "version": VERSION, "model_class": type(model).__name__,
+              "config": model.config.to_dict(), "optimizer": optim, "metadata": metadata,
+              "checksums": {k: _digest(v) for k, v in arrays.items()}}
+    try:
+        text = json.dumps(header, sort_keys=True)
+    except TypeError as err:
+        raise TypeError(f"metadata must be JSON-serialisable: {err}") from err
+    header_bytes = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            digest = np.frombuffer(hashlib.sha256(header_bytes).hexdigest().encode(), np.uint8)
+            np.savez(f, **{_HEADER: header_bytes, _HEADER_DIGEST: digest}, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+def read_checkpoint_arrays(path):
+    """(header dict, {name: array}) after checking the format and every checksum."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except ValueError as err:
+        if "allow_pickle" in str(err):
+            raise ValueError(f"checkpoint {path} holds a pickled object; refusing to load it "
+                             "(checkpoints hold plain arrays only)") from err
+        raise ValueError(f"checkpoint {path} is corrupted or truncated: {err}") from err
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as err:
+        raise ValueError(f"checkpoint {path} is corrupted or truncated: {err}") from err
+    if _HEADER not in arrays or _HEADER_DIGEST not in arrays:
+        raise ValueError(f"{path} is not a numpy_transformer checkpoint (no header)")
+    header_bytes, digest = arrays.pop(_HEADER), arrays.pop(_HEADER_DIGEST)
+    if hashlib.sha256(header_bytes.tobytes()).hexdigest().encode() != digest.tobytes():
+        raise ValueError(f"checkpoint {path} is corrupted: its header fails its checksum")
+    try:
+        header = json.loads(header_bytes.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"checkpoint {path} has a corrupted header: {err}") from err
+    if header.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a numpy_transformer checkpoint")
+    checksums = header.get("checksums", {})
+    if set(checksums) != set(arrays):
+        raise ValueError(f"checkpoint {path} is corrupted: its arrays do not match its header")
+    for name, array in arrays.items():
+        if _digest(array) != checksums[name]:
+            raise ValueError(f"checkpoint {path} is corrupted: checksum mismatch in {name!r}")
+    return header, arrays
+
+
+def load_checkpoint(path):
+    """Rebuild the model saved in `path`; return a Checkpoint."""
+    header, arrays = read_checkpoint_arrays(path)
+    classes = _model_classes()
+    name = header.get("model_class")
+    if name not in classes:
+        raise ValueError(f"checkpoint {path}: unknown model class {name!r}")
+    model_cls, config_cls = classes[name]
+    state = {k[len("model/"):]: v for k, v in arrays.items() if k.startswith("model/")}
+    dtype = next(iter(state.values())).dtype if state else np.float32
+    with default_dtype(dtype):
+        model = model_cls(config_cls(**header["config"]))
+    model.load_state_dict(state)
+    optimizer_state = None
+    if header.get("optimizer") is not None:
+        optimizer_state = _join_state(header["optimizer"], arrays)
+    return Checkpoint(model, optimizer_state, header.get("metadata", {}), header["config"])

@@ -1,0 +1,89 @@
+"""Corpus BLEU (Papineni et al., 2002) on lists of tokens, as a score in [0, 100].
+
+    BLEU = BP * exp( (1/4) * sum_{n=1..4} log p_n ) * 100
+
+p_n is the modified n-gram precision over the WHOLE corpus: each hypothesis
+n-gram counts as matched at most as many times as it occurs in a reference
+(the most in any one reference, when there are several), and
+
+    p_n = sum of matched n-grams / sum of hypothesis n-grams.
+
+BP, the brevity penalty, punishes a corpus of too-short hypotheses:
+
+    c = total hypothesis length, r = total reference length (for each sentence
+        the reference closest in length to the hypothesis, the shorter on a tie)
+    BP = 1 if c > r else exp(1 - r / c)
+
+Without smoothing, a corpus with no matched 4-gram scores 0. This matches
+sacrebleu's `corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none")`
+on whitespace-joined tokens.
+"""
+
+import math
+from collections import Counter
+
+from ..checks import check_positive_int, message
+
+
+def ngram_counts(tokens, n):
+    """Counter of the n-grams (as tuples) of a token list."""
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def _as_reference_list(reference, index):
+    """One reference (a token list) or several (a list of token lists) -> list of lists."""
+    if isinstance(reference, str):
+        raise TypeError(message(f"references[{index}]", "a list of tokens (split the string "
+                                "first)", "a str"))
+    reference = list(reference)
+    if reference and all(isinstance(r, (list, tuple)) for r in reference):
+        return [list(r) for r in reference]
+    return [reference]
+
+
+def bleu_statistics(hypotheses, references, max_order=4):
+    """The counts BLEU is made of: matches[n-1], totals[n-1], hyp_len c, ref_len r."""
+    for name, value in (("hypotheses", hypotheses), ("references", references)):
+        if isinstance(value, str):
+            raise TypeError(message(name, "a list of token lists", "a str"))
+    hypotheses, references = list(hypotheses), list(references)
+    if len(hypotheses) != len(references):
+        raise ValueError(message("references", f"{len(hypotheses)} references "
+                                 "(one per hypothesis)", len(references)))
+    if not hypotheses:
+        raise ValueError(message("hypotheses", "at least one hypothesis", "an empty list"))
+    check_positive_int(max_order, "max_order")
+    matches, totals = [0] * max_order, [0] * max_order
+    hyp_len = ref_len = 0
+    for index, (hyp, refs) in enumerate(zip(hypotheses, references)):
+        if isinstance(hyp, str):
+            raise TypeError(message(f"hypotheses[{index}]", "a list of tokens (split the string "
+                                    "first)", "a str"))
+        hyp, refs = list(hyp), _as_reference_list(refs, index)
+        hyp_len += len(hyp)
+        # The closest reference length; on a tie the shorter one (as sacrebleu and NLTK).
+        ref_len += min((abs(len(r) - len(hyp)), len(r)) for r in refs)[1]
+        for n in range(1, max_order + 1):
+            hyp_counts = ngram_counts(hyp, n)
+            max_ref_counts = Counter()
+            for ref in refs:
+                max_ref_counts |= ngram_counts(ref, n)        # element-wise max
+            matches[n - 1] += sum((hyp_counts & max_ref_counts).values())   # clipped
+            totals[n - 1] += sum(hyp_counts.values())
+    return matches, totals, hyp_len, ref_len
+
+
+def corpus_bleu(hypotheses, references, max_order=4):
+    """Corpus BLEU-4 in [0, 100] of token lists against their references.
+
+    hypotheses: list of token lists, e.g. [["the", "cat", "sat"], ...].
+    references: one per hypothesis: a token list, or a list of token lists
+                when a sentence has several references.
+    Tokens may be any hashable values (strings, token ids).
+    """
+    matches, totals, hyp_len, ref_len = bleu_statistics(hypotheses, references, max_order)
+    if hyp_len == 0 or min(matches) == 0:
+        return 0.0
+    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_order
+    brevity_penalty = 1.0 if hyp_len > ref_len else math.exp(1.0 - ref_len / hyp_len)
+    return 100.0 * brevity_penalty * math.exp(log_precision)

@@ -1,0 +1,139 @@
+"""Reading corpora from disk: parallel text files, TSV files and plain text.
+
+    pairs = load_parallel("train.lc.norm.tok.en", "train.lc.norm.tok.de", max_len=50)
+    pairs = load_tsv("fra.tsv")                     # "source<TAB>target" per line
+    train, val = split_text(load_text("tinyshakespeare.txt"))
+
+Files are read as UTF-8 (a leading byte-order mark is dropped). Every problem
+raises an error that names the file: FileNotFoundError for a missing file,
+ValueError for a directory, an unreadable or empty file, bytes that are not
+UTF-8 (with the byte offset and line), or lines that do not line up.
+
+Lines are split on "\\n" only (a "\\r" before it is dropped), never on the
+other characters `str.splitlines` treats as line breaks, so a stray form feed
+inside a sentence cannot shift a parallel corpus out of alignment.
+"""
+
+from pathlib import Path
+
+from ..checks import check_positive_int, message
+
+
+def read_text_file(path, name="path"):
+    """The whole file at `path`, decoded as UTF-8 (strict); clear errors naming it."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(message(name, "an existing file", repr(str(path)))) from None
+    except IsADirectoryError:
+        raise ValueError(message(name, "a file", f"the directory {str(path)!r}")) from None
+    except OSError as err:
+        raise ValueError(message(name, "a readable file",
+                                 f"{str(path)!r} ({err.strerror or err})")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(message(str(path), "UTF-8 text", f"the undecodable byte "
+                                 f"0x{raw[err.start]:02x} at byte offset {err.start} "
+                                 f"(line {line})")) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise ValueError(message(str(path), "a file holding some text",
+                                 "an empty file" if not text else "only whitespace"))
+    return text
+
+
+def read_lines(path, name="path"):
+    """The lines of a UTF-8 file, without their line endings ("\\n" or "\\r\\n")."""
+    lines = read_text_file(path, name).split("\n")
+    if lines[-1] == "":
+        lines.pop()                 # the newline that ends the last line
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _keep(pairs, max_examples, max_len):
+    """Drop pairs with a blank side or more than max_len words on a side; cut to max_examples."""
+    if max_len is not None:
+        check_positive_int(max_len, "max_len")
+    if max_examples is not None:
+        check_positive_int(max_examples, "max_examples")
+    kept = []
+    for src, tgt in pairs:
+        src, tgt = src.strip(), tgt.strip()
+        if not src or not tgt:
+            continue
+        if max_len is not None and max(len(src.split()), len(tgt.split())) > max_len:
+            continue
+        kept.append((src, tgt))
+        if max_examples is not None and len(kept) == max_examples:
+            break
+    return kept
+
+
+def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None):
+    """[(src_line, tgt_line)] from two line-aligned UTF-8 files (line i <-> line i).
+
+    max_len:      drop a pair if either side has more than max_len
+                  whitespace-separated words.
+    max_examples: keep only the first max_examples pairs (after filtering).
+    Pairs with a blank side are dropped; lines are stripped of outer spaces.
+    """
+    src_lines = read_lines(src_path, "src_path")
+    tgt_lines = read_lines(tgt_path, "tgt_path")
+    if len(src_lines) != len(tgt_lines):
+        raise ValueError(f"parallel files must have the same number of lines: "
+                         f"{str(src_path)!r} has {len(src_lines)}, "
+                         f"{str(tgt_path)!r} has {len(tgt_lines)}")
+    return _keep(zip(src_lines, tgt_lines), max_examples, max_len)
+
+
+def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
+    """[(src, tgt)] from a tab-separated UTF-8 file, one pair per line.
+
+    columns: which two tab-separated fields are the source and the target
+             (extra fields, such as a licence note, are ignored). Every
+             non-blank line must have enough fields, else ValueError.
+    max_len, max_examples: as in `load_parallel`.
+    """
+    if (not isinstance(columns, (tuple, list)) or len(columns) != 2
+            or not all(type(c) is int and c >= 0 for c in columns)):
+        raise ValueError(message("columns", "two non-negative field numbers such as (0, 1)",
+                                 repr(columns)))
+    needed = max(columns) + 1
+    pairs = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < needed:
+            raise ValueError(message(f"{str(path)!r} line {number}",
+                                     f"at least {needed} tab-separated fields",
+                                     f"{len(fields)}: {line[:60]!r}"))
+        pairs.append((fields[columns[0]], fields[columns[1]]))
+    return _keep(pairs, max_examples, max_len)
+
+
+def load_text(path):
+    """The whole text of a UTF-8 file, unchanged (for a character language model)."""
+    return read_text_file(path)
+
+
+def split_text(text, val_fraction=0.1):
+    """(train, val): the first (1 - val_fraction) of the characters, then the rest.
+
+    A split by position, not at random, so no validation sentence leaks into
+    training through overlapping windows (the nanoGPT split for Shakespeare).
+    """
+    if not isinstance(text, str):
+        raise TypeError(message("text", "a str", type(text).__name__))
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) \
+            or not 0.0 < val_fraction < 1.0:
+        raise ValueError(message("val_fraction", "a number in (0, 1)", repr(val_fraction)))
+    n_train = int(len(text) * (1.0 - val_fraction))
+    if n_train == 0 or n_train == len(text):
+        raise ValueError(message("text", f"enough characters to split with val_fraction="
+                                 f"{val_fraction}", f"{len(text)} characters"))
+    return text[:n_train], text[n_train:]

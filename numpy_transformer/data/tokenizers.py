@@ -1,0 +1,269 @@
+"""Tokenizers: text <-> lists of integer token ids.
+
+Every vocabulary starts with the same four special tokens, at fixed ids:
+
+    id  name     meaning
+    0   <pad>    padding that fills a batch up to its longest sequence
+    1   <bos>    "begin of sequence", the first input of the decoder
+    2   <eos>    "end of sequence", the last target of the decoder
+    3   <unk>    any symbol the vocabulary does not know
+
+Special ids are only ever made by `add_bos`/`add_eos` (and by padding): text
+never encodes to them, except that unknown symbols become <unk>. So the
+string "<pad>" inside a text is just an unknown word.
+
+    tok = CharTokenizer.from_texts(["hello world"])
+    tok.encode("hello", add_eos=True)      # [8, 6, 9, 9, 10, 2]
+    tok.decode([8, 6, 9, 9, 10, 2, 0, 0])  # "hello" (stops at <eos>)
+
+Tokenizers are saved as JSON (never pickle) so that loading one runs no code.
+"""
+
+import json
+import operator
+from collections import Counter
+from pathlib import Path
+
+from ..backend import to_numpy
+from ..checks import check_positive_int, message
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
+FORMAT_VERSION = 1
+
+
+class Tokenizer:
+    """Shared machinery of every tokenizer; subclasses say how text splits.
+
+    A subclass defines `split(text) -> list[str]` (text to symbols) and
+    `join(symbols) -> str` (the inverse). The vocabulary is the list
+    `symbols`: the four special tokens, then the learned symbols, so that
+    `symbols[id]` is the symbol of `id` and `ids[symbol]` its id.
+
+    Settings:
+        lowercase: lower-case the text before splitting it.
+        min_freq:  `fit` keeps symbols seen at least this many times.
+        max_size:  `fit` keeps at most this many learned symbols (the most
+                   frequent; ties broken alphabetically); specials not counted.
+    """
+
+    def __init__(self, symbols=(), *, lowercase=False, min_freq=1, max_size=None):
+        check_positive_int(min_freq, "min_freq")
+        if max_size is not None:
+            check_positive_int(max_size, "max_size")
+        self.lowercase = bool(lowercase)
+        self.min_freq = min_freq
+        self.max_size = max_size
+        self._set_vocabulary(list(symbols))
+
+    def _set_vocabulary(self, learned):
+        """Install the vocabulary: the specials, then the learned symbols."""
+        for i, symbol in enumerate(learned):
+            if not isinstance(symbol, str) or symbol in SPECIAL_TOKENS or symbol == "":
+                raise ValueError(message(f"symbols[{i}]", "a non-empty string that is not a "
+                                         "special token", repr(symbol)))
+        if len(set(learned)) != len(learned):
+            twice = next(s for s, n in Counter(learned).items() if n > 1)
+            raise ValueError(message("symbols", "distinct symbols", f"{twice!r} twice"))
+        self.symbols = list(SPECIAL_TOKENS) + learned
+        self.ids = {symbol: i for i, symbol in enumerate(self.symbols)}
+        # Only learned symbols are looked up, so text never encodes to <pad>/<bos>/<eos>.
+        self._lookup = {symbol: i + len(SPECIAL_TOKENS) for i, symbol in enumerate(learned)}
+
+    # What each subclass defines.
+
+    def split(self, text):
+        raise NotImplementedError(f"{type(self).__name__}.split")
+
+    def join(self, symbols):
+        raise NotImplementedError(f"{type(self).__name__}.join")
+
+    def _symbols_of(self, text, name="text"):
+        if not isinstance(text, str):
+            raise TypeError(message(name, "a str", type(text).__name__))
+        return self.split(text.lower() if self.lowercase else text)
+
+    # Learning the vocabulary.
+
+    def fit(self, texts):
+        """Learn the vocabulary from an iterable of strings; returns self."""
+        if isinstance(texts, str):
+            raise TypeError(message("texts", "an iterable of strings (a list of texts)",
+                                    "a single str"))
+        counts = Counter()
+        for i, text in enumerate(texts):
+            counts.update(self._symbols_of(text, f"texts[{i}]"))
+        for special in SPECIAL_TOKENS:
+            counts.pop(special, None)
+        kept = [s for s, n in counts.items() if n >= self.min_freq]
+        kept.sort(key=lambda s: (-counts[s], s))          # most frequent first
+        if self.max_size is not None:
+            kept = kept[:self.max_size]
+        self._set_vocabulary(sorted(kept))                 # stored alphabetically
+        return self
+
+    @classmethod
+    def from_texts(cls, texts, **settings):
+        """A new tokenizer fitted on `texts`: `CharTokenizer.from_texts(lines)`."""
+        return cls(**settings).fit(texts)
+
+    @property
+    def vocab_size(self):
+        """Number of ids, specials included: the model's V."""
+        return len(self.symbols)
+
+    def __len__(self):
+        return len(self.symbols)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(vocab_size={self.vocab_size}, "
+                f"lowercase={self.lowercase})")
+
+    # Encoding and decoding.
+
+    def encode(self, text, add_bos=False, add_eos=False):
+        """Token ids of `text`; unknown symbols become UNK_ID (3)."""
+        lookup = self._lookup
+        ids = [lookup.get(symbol, UNK_ID) for symbol in self._symbols_of(text)]
+        if add_bos:
+            ids.insert(0, BOS_ID)
+        if add_eos:
+            ids.append(EOS_ID)
+        return ids
+
+    def decode(self, ids, skip_special=True):
+        """Text of `ids` (a list or a 1-D array), stopping at the first <eos>.
+
+        skip_special=True drops <pad> and <bos> and the final <eos>; <unk> is
+        always written as "<unk>" so that a reader sees something was lost.
+        skip_special=False writes every token up to and including <eos>.
+        """
+        if hasattr(ids, "shape"):
+            if len(ids.shape) != 1:
+                raise ValueError(message("ids", "a 1-D sequence of token ids",
+                                         f"shape {tuple(ids.shape)}"))
+            ids = to_numpy(ids).tolist()
+        out = []
+        for i in ids:
+            if not _is_token_id(i, self.vocab_size):
+                raise ValueError(message("ids", f"token ids in [0, {self.vocab_size})", repr(i)))
+            i = int(i)
+            if i == EOS_ID:
+                if not skip_special:
+                    out.append(self.symbols[i])
+                break
+            if skip_special and i in (PAD_ID, BOS_ID):
+                continue
+            out.append(self.symbols[i])
+        return self.join(out)
+
+    # Saving and loading as JSON.
+
+    def to_dict(self):
+        """Everything needed to rebuild this tokenizer, as plain JSON values."""
+        return {"type": type(self).__name__, "version": FORMAT_VERSION,
+                "lowercase": self.lowercase, "min_freq": self.min_freq,
+                "max_size": self.max_size, "symbols": self.symbols}
+
+    def save(self, path):
+        """Write the tokenizer to `path` as UTF-8 JSON."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
+            f.write("\n")
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer written by `save`; ValueError naming `path` if malformed.
+
+        `Tokenizer.load` returns whichever kind the file holds;
+        `CharTokenizer.load` insists on a CharTokenizer.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise FileNotFoundError(message("path", "an existing tokenizer file",
+                                            repr(str(path)))) from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(message(str(path), "a readable UTF-8 JSON file", repr(err))) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            where = f"{err.msg} at line {err.lineno} column {err.colno}"
+            raise ValueError(message(str(path), "valid JSON", where)) from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data, source="data"):
+        """Rebuild a tokenizer from `to_dict()` output, checking every field."""
+        if not isinstance(data, dict):
+            raise ValueError(message(source, "a JSON object", type(data).__name__))
+        kinds = {k.__name__: k for k in (CharTokenizer, WordTokenizer)}
+        kind = data.get("type")
+        if kind not in kinds:
+            raise ValueError(message(f"{source}: type", f"one of {tuple(kinds)}", repr(kind)))
+        if cls is not Tokenizer and kinds[kind] is not cls:
+            raise ValueError(message(f"{source}: type", repr(cls.__name__), repr(kind)))
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(message(f"{source}: version", FORMAT_VERSION,
+                                     repr(data.get("version"))))
+        symbols = data.get("symbols")
+        if not isinstance(symbols, list) or tuple(symbols[:4]) != SPECIAL_TOKENS:
+            raise ValueError(message(f"{source}: symbols",
+                                     f"a list starting with {list(SPECIAL_TOKENS)}",
+                                     repr(symbols)[:80]))
+        settings = {}
+        for key, ok in (("lowercase", lambda v: isinstance(v, bool)),
+                        ("min_freq", lambda v: type(v) is int and v >= 1),
+                        ("max_size", lambda v: v is None or (type(v) is int and v >= 1))):
+            if key not in data or not ok(data[key]):
+                raise ValueError(message(f"{source}: {key}", "a valid setting",
+                                         repr(data.get(key, "missing"))))
+            settings[key] = data[key]
+        try:
+            return kinds[kind](symbols[4:], **settings)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{source}: {err}") from None
+
+
+def _is_token_id(value, vocab_size):
+    """True for an integer (Python or NumPy, not bool) in [0, vocab_size)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return 0 <= operator.index(value) < vocab_size
+    except TypeError:
+        return False
+
+
+class CharTokenizer(Tokenizer):
+    """One token per character: the vocabulary of a character-level model."""
+
+    def _set_vocabulary(self, learned):
+        for i, symbol in enumerate(learned):
+            if not (isinstance(symbol, str) and len(symbol) == 1):
+                raise ValueError(message(f"symbols[{i}]", "a single character", repr(symbol)))
+        super()._set_vocabulary(learned)
+
+    def split(self, text):
+        return list(text)
+
+    def join(self, symbols):
+        return "".join(symbols)
+
+
+class WordTokenizer(Tokenizer):
+    """One token per whitespace-separated word (for pre-tokenised corpora)."""
+
+    def _set_vocabulary(self, learned):
+        for i, symbol in enumerate(learned):
+            if isinstance(symbol, str) and len(symbol.split()) != 1:
+                raise ValueError(message(f"symbols[{i}]", "a word without whitespace",
+                                         repr(symbol)))
+        super()._set_vocabulary(learned)
+
+    def split(self, text):
+        return text.split()
+
+    def join(self, symbols):
+        return " ".join(symbols)

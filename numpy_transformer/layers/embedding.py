@@ -1,0 +1,75 @@
+"""Embedding: a lookup table from token ids to d_model-dimensional vectors."""
+
+import math
+
+import numpy as np
+
+from ..backend import get_default_dtype, xp
+from ..checks import check_ids, check_positive_int
+from ..module import Module
+
+
+class Embedding(Module):
+    """Token embedding: y[b, t] = W[ids[b, t]] * sqrt(D)  (the factor only when scale=True).
+
+    The paper multiplies the embeddings by sqrt(d_model) (section 3.4), so that
+    they are on the same scale as the sinusoidal positional encodings added next.
+
+    Shapes: ids (B, T) integers in [0, V) (any shape works), W (V, D), y (B, T, D)
+    Backward: each output row is a copy of one row of W, so row v of dW is the
+        sum of the upstream rows dy[b, t] at every position where ids[b, t] = v:
+            dW[v] = s * sum over {(b, t): ids[b, t] = v} of dy[b, t],   s = sqrt(D) or 1
+        A token that occurs twice gets both contributions. There is no gradient
+        for the ids (they are integers), so backward returns None.
+    Cache: ids.
+    Init: W ~ Normal(0, 1/D), so that W * sqrt(D) has unit-variance entries (the
+        amplitude of the positional encodings) and W itself is a well-scaled output
+        projection when the embedding is tied to the pre-softmax linear layer.
+    """
+
+    def __init__(self, vocab_size, d_model, *, scale=True, rng=None):
+        super().__init__()
+        check_positive_int(vocab_size, "vocab_size")
+        check_positive_int(d_model, "d_model")
+        rng = rng if rng is not None else np.random.default_rng()
+        self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
+        W = rng.normal(0.0, d_model**-0.5, (vocab_size, d_model))
+        self.params = {"weight": xp.asarray(W, dtype=get_default_dtype())}
+        self.grads = {"weight": xp.zeros_like(self.params["weight"])}
+        self.cache = None
+
+    @property
+    def multiplier(self):
+        """The factor applied to the looked-up rows: sqrt(D) when scaling, else 1."""
+        return math.sqrt(self.d_model) if self.scale else 1.0
+
+    def forward(self, ids):
+        check_ids(ids, "ids", self.vocab_size)
+        self.cache = ids
+        y = self.params["weight"][ids]                    # (B, T, D), a fresh copy
+        if self.scale:
+            y *= self.multiplier
+        return y
+
+    def backward(self, dy):
+        """Add the scattered gradient into grads["weight"]; return None (ids are integers).
+
+        A plain `dW[ids] += dy` would keep only one of the rows of a repeated id,
+        and `add.at` is slow, so we sort the positions by id: equal ids then sit
+        next to each other and one `add.reduceat` sums every run at once.
+        """
+        ids, D = self.cache, self.d_model
+        flat = ids.reshape(-1)                            # (N,)   N = B*T
+        dy2 = dy.reshape(-1, D)                           # (N, D)
+        order = xp.argsort(flat)                          # (N,)
+        sorted_ids = flat[order]                          # (N,)
+        # first[i]: position i starts a run of equal ids
+        first = xp.ones(flat.shape, dtype=xp.bool_)       # (N,)
+        first[1:] = sorted_ids[1:] != sorted_ids[:-1]
+        starts = xp.flatnonzero(first)                    # (U,)   U = number of distinct ids
+        sums = xp.add.reduceat(dy2[order], starts, axis=0)  # (U, D)
+        if self.scale:
+            sums *= self.multiplier
+        # The rows of sorted_ids[starts] are distinct, so fancy-index += is safe here.
+        self.grads["weight"][sorted_ids[starts]] += sums  # (U, D) rows of (V, D)
+        return None

@@ -1,0 +1,52 @@
+"""Position-wise feed-forward network: two linear maps with an activation between."""
+
+import numpy as np
+
+from ..checks import check_choice, check_float_array, check_positive_int, check_probability
+from ..module import Module
+from .activations import GELU, ReLU
+from .dropout import Dropout
+from .linear import Linear
+
+ACTIVATIONS = {"relu": ReLU, "gelu": GELU}
+
+
+class FeedForward(Module):
+    """FFN(x) = linear_2(dropout(act(linear_1(x)))), the same MLP at every position.
+
+    The paper uses act = ReLU, D = 512, F = 2048 (section 3.3); GELU is the
+    common modern choice. Dropout on the hidden layer is as in the reference
+    implementations (it is a no-op when dropout=0).
+
+    Shapes: x (B, T, D), linear_1 (D, F), hidden (B, T, F), linear_2 (F, D), y (B, T, D)
+    Backward: the children's backward in reverse order:
+        dh = linear_2.backward(dy); dh = dropout.backward(dh)
+        dh = activation.backward(dh); dx = linear_1.backward(dh)
+    Cache: none here; each child keeps its own.
+    """
+
+    def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", *, rng=None):
+        super().__init__()
+        check_positive_int(d_model, "d_model")
+        check_positive_int(d_ff, "d_ff")
+        check_probability(dropout, "dropout")
+        check_choice(activation, "activation", tuple(ACTIVATIONS))
+        rng = rng if rng is not None else np.random.default_rng()
+        self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation
+        self.linear_1 = Linear(d_model, d_ff, rng=rng)
+        self.activation = ACTIVATIONS[activation]()
+        self.dropout = Dropout(dropout, rng=rng)
+        self.linear_2 = Linear(d_ff, d_model, rng=rng)
+
+    def forward(self, x):
+        check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
+        h = self.linear_1.forward(x)                 # (B, T, F)
+        h = self.activation.forward(h)               # (B, T, F)
+        h = self.dropout.forward(h)                  # (B, T, F)
+        return self.linear_2.forward(h)              # (B, T, D)
+
+    def backward(self, dy):
+        dh = self.linear_2.backward(dy)              # (B, T, F)
+        dh = self.dropout.backward(dh)               # (B, T, F)
+        dh = self.activation.backward(dh)            # (B, T, F)
+        return self.linear_1.backward(dh)            # (B, T, D)

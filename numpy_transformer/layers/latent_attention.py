@@ -1,0 +1,84 @@
+"""Multi-head latent attention (MLA), as in DeepSeek-V2 (2024), without the RoPE part.
+
+Multi-head attention projects every key/value token to a key K and a value V of
+D numbers each. When decoding one token at a time, those are kept in a KV cache:
+2 D numbers per token per layer. MLA first squeezes the token into a small latent
+
+    c = k W_kv_compress                    L numbers, L << D
+
+and derives both keys and values from it,
+
+    K = c W_k_decompress       V = c W_v_decompress       (L -> D each)
+
+so a decoder only has to cache c: L numbers per token per layer instead of 2 D
+(with D = 512 and L = 128, an 8x smaller cache). The rest is ordinary multi-head
+attention: Q = q W_q, heads, softmax(Q K^T / sqrt(Dh), mask) V, output W_o.
+(DeepSeek-V2 also compresses the queries, normalises c and adds a rotary part;
+this teaching version keeps only the key/value compression.)
+"""
+
+import numpy as np
+
+from ..backend import xp
+from ..checks import check_positive_int, message
+from .attention import MultiHeadAttentionBase
+from .dropout import Dropout
+from .linear import Linear
+
+
+class MultiHeadLatentAttention(MultiHeadAttentionBase):
+    """Attention whose keys and values come from one shared low-rank latent of k.
+
+    Forward:
+        Q = q W_q                       (D -> D)
+        c = k W_kv_compress             (D -> L), the only thing a KV cache needs
+        K = c W_k_decompress            (L -> D)
+        V = c W_v_decompress            (L -> D)
+        y = MultiHead attention of Q, K, V with `mask`, then W_o (as MultiHeadAttention)
+    Backward (after the shared attention backward gives dQ, dK, dV):
+        dc = dK W_k_decompress^T + dV W_v_decompress^T    c feeds both K and V: add
+        dk = dc W_kv_compress^T         dq = dQ W_q^T
+        dv = 0: v is k, so the whole key/value gradient is in dk.
+    Shapes: q (B, Tq, D), k (B, Tk, D), c (B, Tk, L), mask broadcastable to (B, H, Tq, Tk).
+    `v` must be the very same array as `k` (pass `mla(x, mem, mem, mask)`), so that
+        the interface matches MultiHeadAttention; backward returns (dq, dk, zeros).
+    Cache: as MultiHeadAttention (heads, `attn_weights`); each Linear keeps its input,
+        so w_k_decompress and w_v_decompress both hold c.
+    Children: w_q, w_kv_compress, w_k_decompress, w_v_decompress, w_o, dropout.
+    latent_dim: L, default max(1, d_model // 4). bias: for every projection (default False).
+    """
+
+    def __init__(self, d_model, num_heads, latent_dim=None, dropout=0.0, bias=False, *,
+                 rng=None):
+        super().__init__(d_model, num_heads)
+        if latent_dim is None:
+            latent_dim = max(1, d_model // 4)
+        check_positive_int(latent_dim, "latent_dim")
+        rng = rng if rng is not None else np.random.default_rng()
+        D, L = d_model, latent_dim
+        self.latent_dim = L
+        self.w_q = Linear(D, D, bias, rng=rng)
+        self.w_kv_compress = Linear(D, L, bias, rng=rng)
+        self.w_k_decompress = Linear(L, D, bias, rng=rng)
+        self.w_v_decompress = Linear(L, D, bias, rng=rng)
+        self.w_o = Linear(D, D, bias, rng=rng)
+        self.dropout = Dropout(dropout, rng=rng)
+
+    def check_inputs(self, q, k, v, mask):
+        super().check_inputs(q, k, v, mask)
+        if v is not k:
+            raise ValueError(message(
+                "v", "the very same array object as k (MLA derives keys and values from "
+                "one shared latent of k: call mla(q, k, k, mask))", "a different array"))
+
+    def project(self, q, k, v):
+        c = self.w_kv_compress.forward(k)                                   # (B, Tk, L)
+        return (self.w_q.forward(q),                                        # (B, Tq, D)
+                self.w_k_decompress.forward(c),                             # (B, Tk, D)
+                self.w_v_decompress.forward(c))                             # (B, Tk, D)
+
+    def project_backward(self, dQ, dK, dV):
+        dc = self.w_k_decompress.backward(dK)                               # (B, Tk, L)
+        dc += self.w_v_decompress.backward(dV)                              # c fed K and V
+        dk = self.w_kv_compress.backward(dc)                                # (B, Tk, D)
+        return self.w_q.backward(dQ), dk, xp.zeros_like(dk)                 # v is k: no dv

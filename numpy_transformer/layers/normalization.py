@@ -1,0 +1,59 @@
+"""Layer normalization over the last axis (Ba, Kiros & Hinton, 2016)."""
+
+from ..backend import get_default_dtype, xp
+from ..checks import check_float_array, check_positive_int, message
+from ..module import Module
+
+
+class LayerNorm(Module):
+    """Normalize each vector over its D features, then scale and shift:
+
+        mu = mean(x),   var = mean((x - mu)^2)          (biased, as in PyTorch)
+        r = 1 / sqrt(var + eps),   xhat = (x - mu) r,   y = gamma * xhat + beta
+
+    Shapes: x (..., D), gamma (D,), beta (D,), y (..., D); statistics (..., 1).
+
+    Backward. Parameters: dgamma = sum over leading dims of dy * xhat, dbeta = sum of dy.
+    Input: with g = dy * gamma (the gradient reaching xhat) and means taken over D,
+        dxhat_j/dx_k = r (delta_jk - 1/D) - xhat_j * r * xhat_k / D
+    since d mu/dx_k = 1/D and dr/dx_k = -r^3 (x_k - mu)/D = -r^2 xhat_k / D. Hence
+        dx_k = sum_j g_j dxhat_j/dx_k = r (g_k - mean(g) - xhat_k mean(g * xhat)).
+    Cache: xhat and r = 1/sigma, all the backward needs.
+    Init: gamma = 1, beta = 0 (the identity after normalizing).
+    """
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        check_positive_int(d_model, "d_model")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+            raise TypeError(message("eps", "a positive number", repr(eps)))
+        if not eps > 0:
+            raise ValueError(message("eps", "a positive number", eps))
+        self.d_model, self.eps = d_model, eps
+        dtype = get_default_dtype()
+        self.params = {"gamma": xp.ones(d_model, dtype=dtype),
+                       "beta": xp.zeros(d_model, dtype=dtype)}
+        self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
+        self.cache = None
+
+    def forward(self, x):
+        check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
+        xhat = x - x.mean(axis=-1, keepdims=True)                 # (..., D), centred for now
+        var = (xhat * xhat).mean(axis=-1, keepdims=True)          # (..., 1)
+        r = 1.0 / xp.sqrt(var + self.eps)                         # (..., 1)
+        xhat *= r                                                 # (..., D), now normalized
+        self.cache = (xhat, r)
+        return xhat * self.params["gamma"] + self.params["beta"]  # (..., D)
+
+    def backward(self, dy):
+        xhat, r = self.cache
+        D = self.d_model
+        # y = gamma * xhat + beta
+        self.grads["gamma"] += (dy * xhat).reshape(-1, D).sum(axis=0)   # (D,)
+        self.grads["beta"] += dy.reshape(-1, D).sum(axis=0)             # (D,)
+        g = dy * self.params["gamma"]                             # (..., D)
+        # xhat = (x - mu) r, with mu and r themselves functions of x
+        dx = g - g.mean(axis=-1, keepdims=True)                   # (..., D)
+        dx -= xhat * (g * xhat).mean(axis=-1, keepdims=True)
+        dx *= r
+        return dx                                                 # (..., D)

@@ -1,0 +1,65 @@
+"""The encoder: N identical blocks of self-attention and feed-forward."""
+
+from ..layers.feedforward import FeedForward
+from ..layers.normalization import LayerNorm
+from ..layers.residual import SublayerConnection
+from ..module import Module
+from .blocks import make_attention, self_attention_backward
+
+
+class EncoderBlock(Module):
+    """One encoder layer (paper, section 3.1):
+
+        x = Sublayer_0(x, SelfAttention(h, h, h, src_mask))
+        x = Sublayer_1(x, FeedForward(h))
+
+    where Sublayer(x, f) is LayerNorm(x + Dropout(f(x))) (post-norm, the paper)
+    or x + Dropout(f(LayerNorm(x))) (pre-norm).
+    Backward: the two sublayers in reverse order; self-attention's input h fed
+    q, k and v, so its gradient is dq + dk + dv.
+    Shapes: x (B, S, D), src_mask broadcastable to (B, H, S, S).
+    """
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
+                 attention="mha", latent_dim=None, *, rng=None):
+        super().__init__()
+        self.self_attn = make_attention(attention, d_model, num_heads, dropout, latent_dim, rng)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, rng=rng)
+        self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
+                          for _ in range(2)]
+
+    def forward(self, x, mask=None):
+        attn, ff = self.self_attn, self.feed_forward
+        x = self.sublayers[0].forward(x, lambda h: attn.forward(h, h, h, mask))  # (B, S, D)
+        return self.sublayers[1].forward(x, ff.forward)                          # (B, S, D)
+
+    def backward(self, dout):
+        d = self.sublayers[1].backward(dout, self.feed_forward.backward)         # (B, S, D)
+        return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
+
+
+class Encoder(Module):
+    """A stack of N EncoderBlocks; pre-norm stacks end with a LayerNorm
+    (post-norm blocks already end normalised).
+
+    Shapes: x (B, S, D) -> memory (B, S, D).
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
+                 attention="mha", latent_dim=None, *, rng=None):
+        super().__init__()
+        self.layers = [EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first,
+                                    attention, latent_dim, rng=rng) for _ in range(num_layers)]
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer.forward(x, mask)                                           # (B, S, D)
+        return self.norm.forward(x) if self.norm is not None else x
+
+    def backward(self, dout):
+        if self.norm is not None:
+            dout = self.norm.backward(dout)
+        for layer in reversed(self.layers):
+            dout = layer.backward(dout)                                          # (B, S, D)
+        return dout

@@ -1,0 +1,90 @@
+"""Adam and AdamW, update for update the same as torch.optim.Adam / torch.optim.AdamW.
+
+With gradient g_t at step t (t = 1, 2, ...), for every parameter p:
+
+    g_t <- g_t + wd * p                  (Adam only: L2 weight decay joins the gradient)
+    p   <- p * (1 - lr * wd)             (AdamW only: decoupled weight decay, applied first)
+    m_t = b1 m_{t-1} + (1 - b1) g_t       first moment (running mean of g)
+    v_t = b2 v_{t-1} + (1 - b2) g_t^2     second moment (running mean of g^2)
+    p  <- p - lr / (1 - b1^t) * m_t / (sqrt(v_t) / sqrt(1 - b2^t) + eps)
+
+m and v start at 0, so early on they are biased towards 0 by factors
+(1 - b1^t) and (1 - b2^t); dividing by them undoes the bias. On the first step
+m_1 / sqrt(v_1) = g / |g|, so every coordinate moves by about lr * sign(g): the
+step size is set by lr, not by the gradient's scale.
+
+Why AdamW: in Adam the decay term wd * p is divided by sqrt(v) like the rest of
+the gradient, so weights with large gradients are barely decayed. AdamW
+(Loshchilov & Hutter, 2019) shrinks every weight by the same factor instead.
+"""
+
+import math
+
+from ..backend import xp
+from ..checks import message
+from .base import Optimizer, check_nonnegative, check_positive, check_unit_interval
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba, 2015) with L2 weight decay, exactly as torch.optim.Adam.
+
+    State per parameter: exp_avg (m) and exp_avg_sq (v), shaped like the parameter.
+    """
+
+    buffer_names = ("exp_avg", "exp_avg_sq")
+    num_scratch = 2
+    decoupled = False   # AdamW sets True
+
+    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    def _configure(self, lr, betas, eps, weight_decay):
+        check_positive(lr, "lr")
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(message("betas", "a pair (beta1, beta2)", repr(betas)))
+        check_unit_interval(betas[0], "betas[0]")
+        check_unit_interval(betas[1], "betas[1]")
+        check_positive(eps, "eps")
+        check_nonnegative(weight_decay, "weight_decay")
+        self.lr, self.betas = lr, (float(betas[0]), float(betas[1]))
+        self.eps, self.weight_decay = eps, weight_decay
+
+    def hyperparameters(self):
+        return {"lr": self.lr, "betas": self.betas, "eps": self.eps,
+                "weight_decay": self.weight_decay}
+
+    def _update(self, p, g, state, scratch):
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        s1, s2 = scratch
+        (b1, b2), t, wd = self.betas, self.step_count, self.weight_decay
+        if wd and self.decoupled:
+            p *= 1 - self.lr * wd                     # AdamW: p <- p (1 - lr wd)
+        elif wd:
+            xp.multiply(p, wd, out=s1)                # Adam: g <- g + wd p, in s1
+            s1 += g
+            g = s1
+        m *= b1                                       # m = b1 m + (1 - b1) g
+        xp.multiply(g, 1 - b1, out=s2)
+        m += s2
+        v *= b2                                       # v = b2 v + (1 - b2) g^2
+        xp.multiply(g, g, out=s2)
+        s2 *= 1 - b2
+        v += s2
+        xp.sqrt(v, out=s2)                            # denom = sqrt(v) / sqrt(1 - b2^t) + eps
+        s2 /= math.sqrt(1 - b2**t)
+        s2 += self.eps
+        xp.divide(m, s2, out=s2)                      # p -= lr / (1 - b1^t) * m / denom
+        s2 *= self.lr / (1 - b1**t)
+        p -= s2
+
+
+class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay, exactly as torch.optim.AdamW.
+
+    Each step first shrinks p <- p (1 - lr wd), then takes a plain Adam step.
+    """
+
+    decoupled = True
+
+    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

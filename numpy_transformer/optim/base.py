@@ -1,0 +1,157 @@
+"""Optimizer: what every optimizer shares (parameters, state, saving), plus argument checks.
+
+An optimizer is built on a Module and walks `model.named_parameters()`, which
+yields `(dotted name, param, grad)` with every shared (tied) array listed once,
+so a tied array is updated exactly once per step. Per-parameter state (Adam's
+moments, SGD's momentum buffer) is preallocated at construction, keyed by the
+dotted name, and every update writes into the existing arrays in place: a
+parameter array is never replaced, so tied arrays stay shared and layers that
+hold a reference keep seeing the live weights.
+
+Each update also needs a couple of temporaries the size of a parameter. Rather
+than allocating them on every step, we keep `num_scratch` flat buffers per dtype
+sized for the largest parameter, and hand out reshaped views of their front.
+"""
+
+import math
+import numbers
+
+
+from ..backend import to_numpy, xp
+from ..checks import message
+
+
+def _check_number(value, name, expected):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(message(name, expected, repr(value)))
+    if not math.isfinite(value):
+        raise ValueError(message(name, expected, value))
+
+
+def check_positive(value, name):
+    """value must be a finite real number > 0."""
+    _check_number(value, name, "a number > 0")
+    if value <= 0:
+        raise ValueError(message(name, "a number > 0", value))
+
+
+def check_nonnegative(value, name):
+    """value must be a finite real number >= 0."""
+    _check_number(value, name, "a number >= 0")
+    if value < 0:
+        raise ValueError(message(name, "a number >= 0", value))
+
+
+def check_unit_interval(value, name):
+    """value must be a real number in [0, 1)."""
+    _check_number(value, name, "a number in [0, 1)")
+    if not 0 <= value < 1:
+        raise ValueError(message(name, "a number in [0, 1)", value))
+
+
+def _plain(value):
+    """A Python scalar from a Python or NumPy scalar (or 0-d array) as read from a file."""
+    return value.item() if hasattr(value, "item") else value
+
+
+class Optimizer:
+    """Base class. Subclasses set `buffer_names` and `num_scratch` and define
+    `_configure(**hyperparameters)` (validate and store), `hyperparameters()` and
+    `_update(param, grad, state, scratch)` (one in-place update of one parameter).
+
+    Attributes: `model`, `lr` (plain attribute: schedules assign it), `step_count`
+    (number of `step()` calls so far; the first update is step 1), `state`
+    ({param name: {buffer name: array}}).
+    """
+
+    buffer_names = ()   # per-parameter state arrays, e.g. ("exp_avg", "exp_avg_sq")
+    num_scratch = 0     # temporaries one update needs
+
+    def __init__(self, model, **hyperparameters):
+        if not hasattr(model, "named_parameters"):
+            raise TypeError(message("model", "a Module", type(model).__name__))
+        self._configure(**hyperparameters)
+        self.model = model
+        self.step_count = 0
+        named = [(name, param) for name, param, _ in model.named_parameters()]
+        if not named:
+            raise ValueError(message("model", "a Module with parameters", "no parameters"))
+        self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
+                      for name, param in named}
+        largest = {}
+        for _, param in named:
+            largest[param.dtype] = max(largest.get(param.dtype, 0), param.size)
+        self._scratch = {dt: xp.empty((self.num_scratch, n), dtype=dt) for dt, n in largest.items()}
+
+    def _scratch_views(self, param):
+        """`num_scratch` temporaries shaped like `param` (views, no allocation)."""
+        flat = self._scratch[param.dtype]
+        return [flat[i, :param.size].reshape(param.shape) for i in range(self.num_scratch)]
+
+    def step(self):
+        """Apply one update to every parameter, in place, from the gradients in the model."""
+        self.step_count += 1
+        for name, param, grad in self.model.named_parameters():
+            if name not in self.state:
+                raise KeyError(f"parameter {name!r} appeared after the optimizer was built")
+            self._update(param, grad, self.state[name], self._scratch_views(param))
+
+    def zero_grad(self):
+        """Zero the model's gradients (in place): call once per training step."""
+        self.model.zero_grad()
+
+    # Saving and loading.
+
+    def state_dict(self):
+        """{"step_count": int, "hyperparameters": {...}, "state": {name: {buffer: ndarray}}}.
+
+        Only plain NumPy arrays and Python scalars, so it can be written with
+        `numpy.savez` (see checkpoint.py) and read back without pickle.
+        """
+        return {"step_count": self.step_count,
+                "hyperparameters": self.hyperparameters(),
+                "state": {name: {b: to_numpy(a).copy() for b, a in bufs.items()}
+                          for name, bufs in self.state.items()}}
+
+    def load_state_dict(self, state):
+        """Restore a `state_dict()`: hyper-parameters, step count and buffers (copied in place).
+
+        Everything is checked before anything changes: the parameter names, the
+        buffer names, every shape and the hyper-parameters must suit this optimizer.
+        """
+        self._check_state(state)
+        hyper = {k: _plain(v) for k, v in state["hyperparameters"].items()}
+        self._configure(**hyper)                   # validates all, then sets
+        self.step_count = int(_plain(state["step_count"]))
+        for name, bufs in self.state.items():
+            for b, own in bufs.items():
+                own[...] = xp.asarray(state["state"][name][b], dtype=own.dtype)
+
+    def _check_state(self, state):
+        for key in ("step_count", "hyperparameters", "state"):
+            if key not in state:
+                raise ValueError(message("state", f"an optimizer state_dict with key {key!r}",
+                                         f"keys {sorted(state)}"))
+        own_hyper, hyper = sorted(self.hyperparameters()), sorted(state["hyperparameters"])
+        if own_hyper != hyper:
+            raise ValueError(message("state['hyperparameters']", f"keys {own_hyper}",
+                                     f"keys {hyper}"))
+        saved = state["state"]
+        missing = sorted(set(self.state) - set(saved))
+        unexpected = sorted(set(saved) - set(self.state))
+        if missing or unexpected:
+            raise ValueError(message("state", f"the parameters of {type(self).__name__}'s model",
+                                     f"missing {missing[:5]}, unexpected {unexpected[:5]}"))
+        for name, bufs in self.state.items():
+            if set(saved[name]) != set(bufs):
+                raise ValueError(message(f"state[{name!r}]", f"buffers {sorted(bufs)}",
+                                         f"buffers {sorted(saved[name])}"))
+            for b, own in bufs.items():
+                got, want = tuple(saved[name][b].shape), tuple(own.shape)
+                if got != want:
+                    raise ValueError(message(f"state[{name!r}][{b!r}]", f"shape {want}",
+                                             f"shape {got}"))
+
+    def __repr__(self):
+        hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
+        return f"{type(self).__name__}({hyper}, step_count={self.step_count})"

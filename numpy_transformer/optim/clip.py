@@ -1,0 +1,37 @@
+"""Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_.
+
+    total = sqrt(sum over all parameters of sum(g^2))     the global L2 norm
+    if total > max_norm:  every g <- g * max_norm / (total + 1e-6)
+
+One factor for all gradients keeps the update's direction and only shortens
+it; the 1e-6 (PyTorch's) keeps the division safe. The norm is computed as the
+norm of the per-parameter norms, like PyTorch, which needs no big temporary.
+"""
+
+import math
+
+from ..backend import xp
+from .base import check_positive
+
+_EPS = 1e-6
+
+
+def clip_grad_norm(model, max_norm):
+    """Scale all of `model`'s gradients in place so their global L2 norm is at most
+    `max_norm`; return the norm before clipping, as a Python float.
+
+    A tied array's gradient is counted once. If the norm is inf or NaN the
+    gradients are left untouched and the norm is returned, so the caller can
+    skip the step (PyTorch would scale them into NaNs).
+    """
+    check_positive(max_norm, "max_norm")
+    grads = [grad for _, _, grad in model.named_parameters()]
+    if not grads:
+        return 0.0
+    norms = xp.stack([xp.linalg.norm(g.ravel()).astype(xp.float64) for g in grads])  # (P,)
+    total = float(xp.linalg.norm(norms))
+    coef = max_norm / (total + _EPS)
+    if math.isfinite(total) and coef < 1.0:
+        for g in grads:
+            g *= coef
+    return total

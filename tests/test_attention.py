@@ -1,0 +1,283 @@
+"""Scaled dot-product and multi-head attention: gradients, values, masks, errors, PyTorch."""
+
+import math
+
+import numpy as np
+import pytest
+
+from numpy_transformer.backend import default_dtype
+from numpy_transformer.gradcheck import assert_gradients_close
+from numpy_transformer.layers.attention import (
+    MultiHeadAttention, merge_heads, scaled_dot_product_attention,
+    scaled_dot_product_attention_backward, split_heads)
+from numpy_transformer.masks import make_causal_mask, make_padding_mask
+from numpy_transformer.module import Module
+
+B, H, DH, TQ, TK = 2, 3, 4, 5, 6      # every axis its own size, so a swapped axis fails
+D = H * DH
+# eps = 1e-3, not the checker's 1e-4: attention stacks enough float64 rounding that
+# eps = 1e-4 leaves ~3e-11 of noise, too much for coordinates whose true gradient is
+# 0 (w_k.bias: adding the same number to every score of a row leaves softmax unchanged).
+# At 1e-3 the O(eps^4) truncation is ~1e-12 and the noise ~3e-12.
+CHECK = dict(eps=1e-3, rtol=1e-7)
+
+
+def make_mha(rng, **kwargs):
+    """An MHA with random (not zero) biases, so they hide no bug."""
+    mha = MultiHeadAttention(D, H, rng=rng, **kwargs)
+    for name, param, _ in mha.named_parameters():
+        if name.endswith("bias"):
+            param += rng.normal(size=param.shape)
+    return mha
+
+
+def inputs(rng, b=B, tq=TQ, tk=TK):
+    return rng.normal(size=(b, tq, D)), rng.normal(size=(b, tk, D)), rng.normal(size=(b, tk, D))
+
+
+def padding_mask(b=B, tk=TK):
+    lengths = [tk, tk - 2, 1][:b]
+    ids = np.array([[1] * n + [0] * (tk - n) for n in lengths])
+    return make_padding_mask(ids, pad_id=0)                      # (B, 1, 1, Tk)
+
+
+def fully_masked_row_mask():
+    mask = np.ones((B, 1, TQ, TK), dtype=bool)
+    mask[1, 0, 2, :] = False                                     # query 2 of row 1 sees nothing
+    mask[0, 0, :, 4:] = False
+    return mask
+
+
+def reference_forward(mha, q, k, v, mask=None):
+    """Straightforward MHA: one head and one batch row at a time, softmax by hand."""
+    p = {name: param for name, param, _ in mha.named_parameters()}
+    lin = lambda x, n: x @ p[f"{n}.weight"] + p.get(f"{n}.bias", 0.0)
+    Q, K, V = lin(q, "w_q"), lin(k, "w_k"), lin(v, "w_v")
+    return reference_heads(Q, K, V, mask, mha.num_heads, lambda o: lin(o, "w_o"))
+
+
+def reference_heads(Q, K, V, mask, n_heads, w_o):
+    (b, tq, d), tk = Q.shape, K.shape[1]
+    dh = d // n_heads
+    allowed = np.broadcast_to(True if mask is None else mask, (b, n_heads, tq, tk))
+    context, weights = np.zeros((b, tq, d)), np.zeros((b, n_heads, tq, tk))
+    for i in range(b):
+        for h in range(n_heads):
+            cols = slice(h * dh, (h + 1) * dh)
+            scores = Q[i, :, cols] @ K[i, :, cols].T / math.sqrt(dh)
+            for t in range(tq):
+                keep = allowed[i, h, t]
+                if keep.any():
+                    e = np.exp(scores[t, keep] - scores[t, keep].max())
+                    weights[i, h, t, keep] = e / e.sum()
+            context[i, :, cols] = weights[i, h] @ V[i, :, cols]
+    return w_o(context), weights
+
+
+GRAD_CASES = {
+    "no mask": dict(),
+    "padding mask": dict(mask=padding_mask()),
+    "causal mask": dict(tk=TQ, mask=make_causal_mask(TQ)),
+    "fully masked query row": dict(mask=fully_masked_row_mask()),
+    "batch 1": dict(b=1, mask=padding_mask(b=1)),
+    "length 1": dict(tq=1, tk=1),
+    "dropout": dict(dropout=0.3, mask=padding_mask()),
+    "no bias": dict(bias=False, mask=padding_mask()),
+}
+
+
+@pytest.mark.parametrize("case", GRAD_CASES)
+def test_mha_gradients(float64, rng, case):
+    kw = dict(GRAD_CASES[case])
+    mask = kw.pop("mask", None)
+    sizes = {key: kw.pop(key) for key in ("b", "tq", "tk") if key in kw}
+    mha = make_mha(rng, **kw)
+    q, k, v = inputs(rng, **sizes)
+    dout = rng.normal(size=q.shape)
+    assert_gradients_close(mha, q, k, v, dout=dout, forward_kwargs={"mask": mask}, **CHECK)
+
+
+def test_mha_self_attention_gradients(float64, rng):
+    mha = make_mha(rng, dropout=0.2)
+    x = rng.normal(size=(B, TQ, D))
+    y = mha.forward(x, x, x, make_causal_mask(TQ))
+    grads = mha.backward(np.ones_like(y))
+    assert len(grads) == 3 and all(g.shape == x.shape for g in grads)
+    # x passed three times: the checker compares with the sum of the three gradients.
+    assert_gradients_close(mha, x, x, x, forward_kwargs={"mask": make_causal_mask(TQ)},
+                           **CHECK)
+
+
+def test_fully_masked_row_gives_zero_weights_and_bias_output(float64, rng):
+    mha = make_mha(rng)
+    q, k, v = inputs(rng)
+    mask = fully_masked_row_mask()
+    y = mha.forward(q, k, v, mask)
+    assert np.all(mha.attn_weights[1, :, 2] == 0.0)
+    np.testing.assert_allclose(y[1, 2], mha.w_o.params["bias"], rtol=1e-14, atol=1e-14)
+    dq, dk, dv = mha.backward(rng.normal(size=y.shape))
+    assert all(np.all(np.isfinite(g)) for g in (dq, dk, dv))
+    assert np.all(dq[1, 2] == 0.0)
+    assert all(np.all(np.isfinite(g)) for _, _, g in mha.named_parameters())
+
+
+@pytest.mark.parametrize("mask_name", ["none", "padding", "causal", "fully masked row"])
+def test_mha_forward_matches_reference(float64, rng, mask_name):
+    tk = TQ if mask_name == "causal" else TK
+    mask = {"none": None, "padding": padding_mask(), "causal": make_causal_mask(TQ),
+            "fully masked row": fully_masked_row_mask()}[mask_name]
+    mha = make_mha(rng)
+    q, k, v = inputs(rng, tk=tk)
+    y = mha.forward(q, k, v, mask)
+    y_ref, weights_ref = reference_forward(mha, q, k, v, mask)
+    np.testing.assert_allclose(y, y_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mha.attn_weights, weights_ref, rtol=1e-12, atol=1e-14)
+    row_sums = mha.attn_weights.sum(axis=-1)                     # (B, H, Tq)
+    any_allowed = np.broadcast_to(True if mask is None else mask, weights_ref.shape).any(-1)
+    np.testing.assert_allclose(row_sums, np.where(any_allowed, 1.0, 0.0), atol=1e-12)
+
+
+def test_key_bias_gets_no_gradient(float64, rng):
+    # b_k adds q . b_k to every score of a query's row, and softmax ignores a
+    # constant added to a whole row: the key bias can never change the output.
+    mha = make_mha(rng)
+    mha.forward(*inputs(rng), padding_mask())
+    mha.backward(rng.normal(size=(B, TQ, D)))
+    np.testing.assert_allclose(mha.w_k.grads["bias"], 0.0, atol=1e-13)
+
+
+class SDPA(Module):
+    """The functional core wrapped as a module, so the checker can test it alone."""
+
+    def forward(self, q, k, v, mask=None):
+        self.cache = (q, k, v)
+        out, self.attn = scaled_dot_product_attention(q, k, v, mask)
+        return out
+
+    def backward(self, dout):
+        return scaled_dot_product_attention_backward(dout, *self.cache, self.attn)
+
+
+@pytest.mark.parametrize("mask", [None, fully_masked_row_mask()], ids=["none", "masked"])
+def test_scaled_dot_product_attention_gradients(rng, mask):
+    q, k, v = (rng.normal(size=(B, H, t, DH)) for t in (TQ, TK, TK))
+    assert_gradients_close(SDPA(), q, k, v, forward_kwargs={"mask": mask}, **CHECK)
+
+
+def test_split_and_merge_heads(rng):
+    x = rng.normal(size=(B, TQ, D))
+    heads = split_heads(x, H)                                    # (B, H, T, Dh)
+    assert heads.shape == (B, H, TQ, DH)
+    np.testing.assert_array_equal(heads[:, 1], x[:, :, DH:2 * DH])
+    np.testing.assert_array_equal(merge_heads(heads), x)
+
+
+def test_two_backward_calls_double_the_gradients(float64, rng):
+    mha = make_mha(rng)
+    q, k, v = inputs(rng)
+    dout = rng.normal(size=q.shape)
+    mha.forward(q, k, v, padding_mask())
+    first = mha.backward(dout)
+    once = {name: g.copy() for name, _, g in mha.named_parameters()}
+    second = mha.backward(dout)
+    for name, _, g in mha.named_parameters():
+        np.testing.assert_allclose(g, 2 * once[name], rtol=1e-14, atol=1e-14)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float32_stays_float32(rng):
+    with default_dtype("float32"):
+        mha = MultiHeadAttention(D, H, dropout=0.1, rng=rng)
+    q, k, v = (x.astype(np.float32) for x in inputs(rng))
+    y = mha.forward(q, k, v, padding_mask())
+    assert y.dtype == np.float32 and mha.attn_weights.dtype == np.float32
+    grads = mha.backward(np.ones_like(y))
+    assert all(g.dtype == np.float32 for g in grads)
+    assert all(g.dtype == np.float32 for _, _, g in mha.named_parameters())
+
+
+def test_one_seed_gives_one_model():
+    a = MultiHeadAttention(D, H, rng=np.random.default_rng(7)).state_dict()
+    b = MultiHeadAttention(D, H, rng=np.random.default_rng(7)).state_dict()
+    assert a.keys() == b.keys() and all(np.array_equal(a[n], b[n]) for n in a)
+
+
+BAD_INPUTS = {
+    "q rank": (lambda q, k, v: (q[0], k, v, None), ValueError, r"q: expected 3 dimensions"),
+    "k last dim": (lambda q, k, v: (q, k[..., :-1], v, None), ValueError,
+                   r"k: expected last dimension 12 \(d_model\)"),
+    "v batch": (lambda q, k, v: (q, k, v[:1], None), ValueError, r"v: expected batch size 2"),
+    "k batch": (lambda q, k, v: (q, k[:1], v[:1], None), ValueError, r"k: expected batch size 2"),
+    "v length": (lambda q, k, v: (q, k, v[:, :-1], None), ValueError, r"v: expected length 6"),
+    "integer q": (lambda q, k, v: (q.astype(int), k, v, None), TypeError,
+                  r"q: expected a floating-point array"),
+    "mixed dtypes": (lambda q, k, v: (q, k.astype(np.float32), v, None), TypeError,
+                     r"k: expected dtype float64"),
+    "float mask": (lambda q, k, v: (q, k, v, np.ones((B, 1, 1, TK))), TypeError,
+                   r"mask: expected a boolean array"),
+    "mask shape": (lambda q, k, v: (q, k, v, np.ones((B, 1, 1, TK + 1), bool)), ValueError,
+                   r"mask: expected a shape broadcastable to \(2, 3, 5, 6\)"),
+    "mask rank": (lambda q, k, v: (q, k, v, np.ones((TQ, TK), bool)), ValueError,
+                  r"mask: expected a shape broadcastable"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_inputs_raise_clear_errors(float64, rng, case):
+    make_args, error, pattern = BAD_INPUTS[case]
+    mha = make_mha(rng)
+    with pytest.raises(error, match=pattern):
+        mha.forward(*make_args(*inputs(rng)))
+
+
+def test_bad_construction_raises():
+    with pytest.raises(ValueError, match=r"d_model: expected a multiple of num_heads=5, "
+                                         r"got d_model=12, which is not divisible by 5"):
+        MultiHeadAttention(12, 5)
+    with pytest.raises(ValueError, match=r"num_heads: expected a positive integer"):
+        MultiHeadAttention(12, 0)
+    with pytest.raises(ValueError, match=r"p: expected a number in \[0, 1\)"):
+        MultiHeadAttention(12, 3, dropout=1.0)
+
+
+def torch_mha(mha, q, k, v, mask, dout):
+    """The same MHA in PyTorch autograd, from our weights; returns y and the gradients."""
+    import torch
+    F = torch.nn.functional
+    t = {name: torch.tensor(p, requires_grad=True) for name, p, _ in mha.named_parameters()}
+    xs = {id(x): torch.tensor(x, requires_grad=True) for x in (q, k, v)}   # q is k is v: one
+    lin = lambda x, n: x @ t[f"{n}.weight"] + (t[f"{n}.bias"] if f"{n}.bias" in t else 0.0)
+    heads = lambda x: x.reshape(x.shape[0], x.shape[1], H, DH).transpose(1, 2)
+    Q, K, V = (heads(lin(xs[id(x)], n)) for x, n in ((q, "w_q"), (k, "w_k"), (v, "w_v")))
+    attn_mask = None if mask is None else torch.from_numpy(np.asarray(mask))
+    O = F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask)
+    y = lin(O.transpose(1, 2).reshape(q.shape), "w_o")
+    (y * torch.from_numpy(dout)).sum().backward()
+    grads = {name: tp.grad.numpy() for name, tp in t.items()}
+    return y.detach().numpy(), [xs[id(x)].grad.numpy() for x in (q, k, v)], grads
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", ["padding", "causal self-attention", "fully masked row",
+                                  "no bias"])
+def test_mha_matches_pytorch(float64, rng, case):
+    pytest.importorskip("torch")
+    mha = make_mha(rng, bias=case != "no bias")
+    q, k, v = inputs(rng)
+    mask = fully_masked_row_mask() if case == "fully masked row" else padding_mask()
+    if case == "causal self-attention":
+        q = k = v = q
+        mask = make_causal_mask(TQ)
+    dout = rng.normal(size=q.shape)
+    y = mha.forward(q, k, v, mask)
+    dq, dk, dv = mha.backward(dout)
+    if q is k:
+        dq, dk, dv = dq + dk + dv, dq + dk + dv, dq + dk + dv
+    y_t, input_grads_t, param_grads_t = torch_mha(mha, q, k, v, mask, dout)
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    close(y, y_t)
+    for ours, theirs in zip((dq, dk, dv), input_grads_t):
+        close(ours, theirs)
+    for name, _, g in mha.named_parameters():
+        close(g, param_grads_t[name])

@@ -1,0 +1,99 @@
+"""Corpus BLEU: hand-computed cases, clipping, brevity penalty, and sacrebleu when present."""
+
+import math
+
+import numpy as np
+import pytest
+
+from numpy_transformer.data import bleu_statistics, corpus_bleu
+
+
+def toks(text):
+    return text.split()
+
+
+def test_perfect_translation_scores_100():
+    hyp = [toks("a man rides a horse"), toks("two dogs play in the snow")]
+    assert corpus_bleu(hyp, hyp) == pytest.approx(100.0)
+
+
+def test_hand_computed_precisions():
+    # the cat sat on the mat today  vs  the cat sat on the mat
+    # p1 = 6/7, p2 = 5/6, p3 = 4/5, p4 = 3/4; c = 7 > r = 6 so BP = 1.
+    hyp, ref = toks("the cat sat on the mat today"), toks("the cat sat on the mat")
+    matches, totals, c, r = bleu_statistics([hyp], [ref])
+    assert (matches, totals, c, r) == ([6, 5, 4, 3], [7, 6, 5, 4], 7, 6)
+    assert corpus_bleu([hyp], [ref]) == pytest.approx(100 * (3 / 7) ** 0.25)
+
+
+def test_brevity_penalty():
+    # All n-grams match but the hypothesis is short: BP = exp(1 - 6/4).
+    score = corpus_bleu([toks("the cat sat on")], [toks("the cat sat on the mat")])
+    assert score == pytest.approx(100 * math.exp(1 - 6 / 4))
+
+
+def test_clipping_papineni_example():
+    # Papineni et al. (2002): "the" x7 against a reference holding "the" twice: p1 = 2/7.
+    matches, totals, _, _ = bleu_statistics([["the"] * 7], [toks("the cat is on the mat")])
+    assert matches[0] == 2 and totals[0] == 7
+    assert corpus_bleu([["the"] * 7], [toks("the cat is on the mat")]) == 0.0   # no bigram match
+
+
+def test_multiple_references_clip_to_the_best_and_pick_closest_length():
+    refs = [[toks("the cat"), toks("the the dog")]]
+    matches, totals, c, r = bleu_statistics([toks("the the the")], refs)
+    assert matches[0] == 2 and totals[0] == 3 and r == 3
+    # hyp length 5; refs of lengths 4 and 6 are equally close: the shorter one counts.
+    _, _, c, r = bleu_statistics([toks("a b c d e")], [[toks("a b c d"), toks("a b c d e f")]])
+    assert (c, r) == (5, 4)
+
+
+def test_corpus_level_not_an_average_of_sentences():
+    # The short sentence alone has no 4-gram (its BLEU is 0), yet the corpus scores 100.
+    hyp = [toks("a b c d"), toks("x y")]
+    assert corpus_bleu(hyp[1:], hyp[1:]) == 0.0
+    assert corpus_bleu(hyp, hyp) == pytest.approx(100.0)
+
+
+def test_token_ids_work_like_words():
+    assert corpus_bleu([[5, 6, 7, 8, 9]], [[5, 6, 7, 8, 9]]) == pytest.approx(100.0)
+    assert corpus_bleu([[]], [[1, 2]]) == 0.0
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"references: expected 2 references \(one per hypo"):
+        corpus_bleu([["a"], ["b"]], [["a"]])
+    with pytest.raises(ValueError, match=r"hypotheses: expected at least one hypothesis"):
+        corpus_bleu([], [])
+    with pytest.raises(TypeError, match=r"hypotheses\[0\]: expected a list of tokens"):
+        corpus_bleu(["a b c"], [["a", "b", "c"]])
+    with pytest.raises(TypeError, match=r"references\[0\]: expected a list of tokens"):
+        corpus_bleu([["a"]], ["a"])
+
+
+def _random_corpus(rng, n, vocab=6):
+    words = [f"w{i}" for i in range(vocab)]
+
+    def sentence():
+        return [words[i] for i in rng.integers(0, vocab, size=rng.integers(3, 15))]
+
+    return [sentence() for _ in range(n)], [sentence() for _ in range(n)], \
+        [sentence() for _ in range(n)]
+
+
+def test_matches_sacrebleu():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        hyps, refs, refs2 = _random_corpus(rng, 40)
+        joined = [" ".join(h) for h in hyps]
+        expected = sacrebleu.corpus_bleu(joined, [[" ".join(r) for r in refs]],
+                                         tokenize="none", smooth_method="none").score
+        assert corpus_bleu(hyps, refs) == pytest.approx(expected, abs=1e-9)
+        expected = sacrebleu.corpus_bleu(joined, [[" ".join(r) for r in refs],
+                                                  [" ".join(r) for r in refs2]],
+                                         tokenize="none", smooth_method="none").score
+        assert corpus_bleu(hyps, [[a, b] for a, b in zip(refs, refs2)]) == \
+            pytest.approx(expected, abs=1e-9)
+    short = sacrebleu.corpus_bleu(["a b"], [["a b c d e"]], tokenize="none", smooth_method="none")
+    assert corpus_bleu([toks("a b")], [toks("a b c d e")]) == short.score == 0.0

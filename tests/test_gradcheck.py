@@ -1,0 +1,107 @@
+"""gradcheck: passes correct layers, catches wrong ones, reports a table, validates input."""
+
+import numpy as np
+import pytest
+
+from numpy_transformer.gradcheck import assert_gradients_close, gradcheck
+from numpy_transformer.layers.dropout import Dropout
+from numpy_transformer.layers.linear import Linear
+from numpy_transformer.module import Module
+
+
+class ForgetsBias(Linear):
+    """Wrong on purpose: never adds the bias gradient."""
+
+    def backward(self, dy):
+        x, W = self.cache, self.params["weight"]
+        self.grads["weight"] += x.reshape(-1, self.in_features).T @ dy.reshape(-1, self.out_features)
+        return dy @ W.T
+
+
+class NoTranspose(Linear):
+    """Wrong on purpose: dx = dy W instead of dy W^T (square W, so shapes still fit)."""
+
+    def backward(self, dy):
+        super().backward(dy)
+        return dy @ self.params["weight"]
+
+
+class Product(Module):
+    """f(a, b) = a * b, to check that an array passed twice gets both gradients."""
+
+    def forward(self, a, b):
+        self.cache = (a, b)
+        return a * b
+
+    def backward(self, dy):
+        a, b = self.cache
+        return dy * b, dy * a
+
+
+def make_linear(cls, rng):
+    layer = cls(4, 4, rng=rng)
+    layer.params["bias"] += rng.normal(size=4)
+    return layer
+
+
+def test_correct_layer_passes_with_table(float64, rng):
+    report = gradcheck(make_linear(Linear, rng), rng.normal(size=(2, 3, 4)))
+    assert report.passed and report.max_rel_error < 1e-7
+    text = str(report)
+    assert "Linear" in text and "max rel err" in text
+    for row in ("input 0", "weight", "bias"):
+        assert row in text
+    assert "FAIL" not in text
+    assert [r.checked for r in report.rows] == [24, 16, 4]
+
+
+def test_catches_forgotten_bias_gradient(float64, rng):
+    report = gradcheck(make_linear(ForgetsBias, rng), rng.normal(size=(2, 3, 4)))
+    assert not report.passed
+    rows = {r.name: r for r in report.rows}
+    assert rows["input 0"].passed and rows["weight"].passed and not rows["bias"].passed
+    assert "FAIL" in str(report)
+    with pytest.raises(AssertionError, match=r"(?s)gradient check failed.*bias.*FAIL"):
+        assert_gradients_close(make_linear(ForgetsBias, rng), rng.normal(size=(2, 3, 4)))
+
+
+def test_catches_wrong_transpose(float64, rng):
+    report = gradcheck(make_linear(NoTranspose, rng), rng.normal(size=(2, 3, 4)))
+    rows = {r.name: r for r in report.rows}
+    assert not rows["input 0"].passed and rows["weight"].passed
+    assert rows["input 0"].max_rel_error > 1e-3
+
+
+def test_max_coords_samples(float64, rng):
+    layer = Linear(6, 5, rng=rng)
+    report = gradcheck(layer, rng.normal(size=(2, 3, 6)), max_coords=7)
+    assert [r.checked for r in report.rows] == [7, 7, 5]       # bias has only 5 coordinates
+    assert report.passed
+
+
+def test_input_passed_twice_gets_summed_gradient(float64, rng):
+    x = rng.normal(size=(2, 3))
+    report = assert_gradients_close(Product(), x, x)
+    assert [r.name for r in report.rows] == ["input 0"]
+
+
+def test_dropout_frozen_during_check_only(float64, rng):
+    drop = Dropout(0.5, rng=rng)
+    assert_gradients_close(drop, rng.normal(size=(3, 4)))
+    assert drop.frozen is False
+
+
+def test_refuses_float32(rng):
+    layer = Linear(4, 3, rng=rng)                          # default float32
+    with pytest.raises(TypeError, match="float64"):
+        gradcheck(layer, rng.normal(size=(2, 4)))
+
+
+def test_refuses_float32_inputs(float64, rng):
+    with pytest.raises(TypeError, match="input 0 is float32"):
+        gradcheck(Linear(4, 3, rng=rng), rng.normal(size=(2, 4)).astype(np.float32))
+
+
+def test_wrong_dout_shape(float64, rng):
+    with pytest.raises(ValueError, match=r"dout: expected shape \(2, 3\)"):
+        gradcheck(Linear(4, 3, rng=rng), rng.normal(size=(2, 4)), dout=np.zeros((3, 2)))

@@ -1,0 +1,148 @@
+"""The whole Transformer: gradient checks of every variant, odd shapes, configuration errors."""
+
+import numpy as np
+import pytest
+
+from numpy_transformer.gradcheck import assert_gradients_close
+from numpy_transformer.models import (Decoder, Encoder, Transformer, TransformerConfig,
+                                      build_transformer)
+from numpy_transformer.selfcheck import _perturb
+
+
+def tiny_config(**overrides):
+    fields = dict(src_vocab_size=13, tgt_vocab_size=11, d_model=8, num_heads=2, d_ff=12,
+                  num_encoder_layers=2, num_decoder_layers=2, dropout=0.0, max_len=16)
+    return TransformerConfig(**{**fields, **overrides})
+
+
+def ids_with_padding(rng, B, T, V):
+    ids = rng.integers(1, V, (B, T))
+    ids[-1, T // 2 + 1:] = 0                     # the last sequence is padded
+    return ids
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+@pytest.mark.parametrize("attention", ["mha", "mla"])
+def test_whole_model_gradients(float64, rng, norm_first, attention):
+    model = _perturb(build_transformer(tiny_config(norm_first=norm_first, attention=attention)),
+                     rng)
+    src = ids_with_padding(rng, 2, 5, 13)
+    tgt = ids_with_padding(rng, 2, 4, 11)
+    report = assert_gradients_close(model, src, tgt, rtol=1e-6)
+    assert len(report.rows) == len(list(model.named_parameters()))
+    assert report.max_rel_error < 1e-6
+
+
+def test_tied_embeddings_gradients(float64, rng):
+    model = _perturb(build_transformer(tiny_config(tie_embeddings=True, dropout=0.1)), rng)
+    names = [name for name, _, _ in model.named_parameters()]
+    assert "tgt_embed.weight" in names and "generator.weight" not in names
+    assert model.generator.params["weight"] is model.tgt_embed.params["weight"]
+    src, tgt = ids_with_padding(rng, 2, 5, 13), ids_with_padding(rng, 2, 3, 11)
+    assert_gradients_close(model, src, tgt, rtol=1e-6)
+
+
+def test_dropout_is_frozen_by_gradcheck_and_off_in_eval(float64, rng):
+    model = build_transformer(tiny_config(dropout=0.2, num_encoder_layers=1,
+                                          num_decoder_layers=1))
+    src, tgt = rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4))
+    assert_gradients_close(model, src, tgt, rtol=1e-6, max_coords=20)
+    model.eval()
+    np.testing.assert_array_equal(model.forward(src, tgt), model.forward(src, tgt))
+    model.train()
+    assert not np.array_equal(model.forward(src, tgt), model.forward(src, tgt))
+
+
+@pytest.mark.parametrize("B,S,T", [(1, 7, 3), (3, 1, 1), (1, 1, 6)])
+def test_odd_shapes_run_forward_and_backward(rng, B, S, T):
+    model = build_transformer(tiny_config(src_vocab_size=17, tgt_vocab_size=5))
+    logits = model.forward(rng.integers(0, 17, (B, S)), rng.integers(1, 5, (B, T)))
+    assert logits.shape == (B, T, 5) and logits.dtype == np.float32
+    model.zero_grad()
+    assert model.backward(np.ones_like(logits)) is None
+    for name, _, grad in model.named_parameters():
+        assert np.all(np.isfinite(grad)), name
+    assert np.any(model.src_embed.grads["weight"] != 0)
+
+
+def test_fully_padded_source_gives_finite_outputs(rng):
+    model = build_transformer(tiny_config())
+    src = np.zeros((2, 4), dtype=np.int64)        # nothing to attend to
+    logits = model.forward(src, rng.integers(1, 11, (2, 3)))
+    model.backward(np.ones_like(logits))
+    assert np.all(np.isfinite(logits))
+    assert all(np.all(np.isfinite(g)) for _, _, g in model.named_parameters())
+
+
+def test_decoder_memory_gradient_sums_over_layers(float64, rng):
+    """d memory from the Decoder is the sum of every block's cross-attention gradient:
+    compare it with finite differences of the decoder as a function of memory."""
+    decoder = _perturb(Decoder(3, 8, 2, 12, rng=rng), rng)
+    x, memory = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
+    dout = rng.normal(size=(2, 3, 8))
+    decoder.forward(x, memory)
+    dx, dmemory = decoder.backward(dout)
+    assert dx.shape == (2, 3, 8) and dmemory.shape == (2, 5, 8)
+
+    def loss(i, shift):
+        m = memory.copy()
+        m[i] += shift
+        return float(np.sum(decoder.forward(x, m) * dout))
+
+    eps = 1e-4
+    for i in [(0, 0, 0), (1, 2, 3), (1, 4, 7)]:
+        numeric = (8 * (loss(i, eps) - loss(i, -eps)) - (loss(i, 2 * eps) - loss(i, -2 * eps)))
+        numeric /= 12 * eps
+        assert abs(numeric - dmemory[i]) <= 1e-8 * max(1.0, abs(numeric))
+
+
+def test_encoder_pre_norm_has_final_norm(rng):
+    assert Encoder(2, 8, 2, 12, norm_first=True, rng=rng).norm is not None
+    assert Encoder(2, 8, 2, 12, norm_first=False, rng=rng).norm is None
+
+
+def test_same_seed_same_weights_and_xavier_range():
+    a, b = build_transformer(tiny_config(seed=3)), build_transformer(tiny_config(seed=3))
+    for (name, p, _), (_, q, _) in zip(a.named_parameters(), b.named_parameters()):
+        np.testing.assert_array_equal(p, q, err_msg=name)
+    w = a.encoder.layers[0].feed_forward.linear_1.params["weight"]
+    assert np.abs(w).max() <= np.sqrt(6.0 / (8 + 12))
+
+
+def test_paper_base_parameter_count():
+    """Base model, shared 37000-token vocabulary, tied target embedding/projection."""
+    config = TransformerConfig(37000, 37000, tie_embeddings=True)
+    D, F, V, N = 512, 2048, 37000, 6
+    attn = 4 * (D * D + D)
+    ffn = D * F + F + F * D + D
+    norm = 2 * D
+    expected = (2 * V * D + N * (attn + ffn + 2 * norm) + N * (2 * attn + ffn + 3 * norm)
+                + V)                               # + the projection's bias
+    assert build_transformer(config).num_parameters() == expected
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (dict(d_model=10, num_heads=4), "d_model=10 is not divisible by num_heads=4"),
+    (dict(dropout=1.0), "dropout"),
+    (dict(attention="flash"), "attention"),
+    (dict(latent_dim=0), "latent_dim"),
+    (dict(num_encoder_layers=0), "num_encoder_layers"),
+    (dict(src_vocab_size=0), "src_vocab_size"),
+])
+def test_bad_config_raises(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_config(**overrides)
+
+
+def test_bad_inputs_raise(rng):
+    model = build_transformer(tiny_config())
+    src, tgt = rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4))
+    with pytest.raises(ValueError, match="src"):
+        model.forward(src + 13, tgt)
+    with pytest.raises(ValueError, match="tgt"):
+        model.forward(src, tgt[:1])
+    with pytest.raises(TypeError, match="src"):
+        model.forward(src.astype(np.float32), tgt)
+    with pytest.raises(ValueError, match="max_len|16"):
+        model.forward(rng.integers(1, 13, (2, 17)), tgt)
+    assert isinstance(model, Transformer)
