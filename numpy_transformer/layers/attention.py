@@ -178,7 +178,7 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         self.w_k = Linear(D, D, bias, rng=rng)
         self.w_v = Linear(D, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
-        self.dropout = Dropout(dropout, rng=rng)
+        self.dropout = Dropout(dropout, rng=rng, name="dropout")
 
     # Three separate projections even when q is k is v; fusing them into one
     # (D, 3D) matmul only needs these two methods to change.

@@ -17,9 +17,9 @@ class Dropout(Module):
     drawing a new one, so that repeated forwards compute the same function.
     """
 
-    def __init__(self, p=0.0, *, rng=None):
+    def __init__(self, p=0.0, *, rng=None, name="p"):
         super().__init__()
-        check_probability(p, "p")
+        check_probability(p, name)          # `name`: how the caller's argument is called
         self.p = p
         self.rng = rng if rng is not None else np.random.default_rng()
         self.frozen = False

@@ -62,7 +62,7 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         self.w_k_decompress = Linear(L, D, bias, rng=rng)
         self.w_v_decompress = Linear(L, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
-        self.dropout = Dropout(dropout, rng=rng)
+        self.dropout = Dropout(dropout, rng=rng, name="dropout")
 
     def check_inputs(self, q, k, v, mask):
         super().check_inputs(q, k, v, mask)
