@@ -73,8 +73,9 @@ def layer_cases(rng):
 
 
 def model_cases(rng):
-    """[(name, model, inputs, forward_kwargs)] for the whole Transformer, all four variants."""
-    from .models import TransformerConfig, build_transformer
+    """[(name, model, inputs, forward_kwargs)]: the whole Transformer in all four variants,
+    and the decoder-only GPT."""
+    from .models import GPT, GPTConfig, TransformerConfig, build_transformer
 
     B, S, T, V_src, V_tgt = 2, 5, 4, 13, 11
     src = rng.integers(1, V_src, (B, S))
@@ -90,6 +91,9 @@ def model_cases(rng):
             model = _perturb(build_transformer(config), rng)
             name = f"Transformer ({'pre' if norm_first else 'post'}-norm, {attention})"
             cases.append((name, model, (src, tgt), {}))
+    gpt = GPT(GPTConfig(V_tgt, d_model=8, num_heads=2, d_ff=12, num_layers=2, dropout=0.0,
+                        max_len=16, seed=int(rng.integers(1 << 30))))
+    cases.append(("GPT (pre-norm, mha)", _perturb(gpt, rng), (tgt,), {}))
     return cases
 
 
@@ -101,7 +105,7 @@ def run_report(models=True, seed=0, max_coords=60, out=print):
         cases = layer_cases(rng) + (model_cases(rng) if models else [])
         for name, module, inputs, kwargs in cases:
             start = time.perf_counter()
-            is_model = name.startswith("Transformer")
+            is_model = name.startswith(("Transformer", "GPT"))
             report = gradcheck(module, *inputs, forward_kwargs=kwargs, title=name,
                                rtol=1e-6 if is_model else 1e-7,
                                max_coords=max_coords if is_model else None)

@@ -237,7 +237,7 @@ def test_bad_construction_raises():
         MultiHeadAttention(12, 5)
     with pytest.raises(ValueError, match=r"num_heads: expected a positive integer"):
         MultiHeadAttention(12, 0)
-    with pytest.raises(ValueError, match=r"p: expected a number in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"dropout: expected a number in \[0, 1\)"):
         MultiHeadAttention(12, 3, dropout=1.0)
 
 

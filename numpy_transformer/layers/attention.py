@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..backend import xp
 from ..checks import check_float_array, check_mask, check_positive_int, message
 from ..module import Module
 from .dropout import Dropout
@@ -71,6 +72,8 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
     dout (B, H, Tq, Dh); q, k, v the forward inputs; attn the A it returned;
     dropout the same `Dropout` module, still holding the mask of that forward.
     """
+    # BEGIN SOLUTION attention
+    # HINT: undo O = A' v, A' = dropout(A), A = softmax(S), S = q k^T / sqrt(Dh) in that order
     scale = 1.0 / math.sqrt(q.shape[-1])
     # O = A' v. Dropout's backward multiplies by its kept mask, which rebuilds A'
     # from A: cheaper in memory than caching A' next to A.
@@ -87,6 +90,7 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
     dq = dscores @ k                                # (B, H, Tq, Dh)
     dk = dscores.swapaxes(-1, -2) @ q               # (B, H, Tk, Dh)
     return dq, dk, dv
+    # END SOLUTION
 
 
 class MultiHeadAttentionBase(Module):
@@ -103,6 +107,9 @@ class MultiHeadAttentionBase(Module):
         kept for backward and for plotting attention maps.
     A subclass builds `w_o`, `dropout` and its input projections, and defines
         project(q, k, v) -> (Q, K, V) and project_backward(dQ, dK, dV) -> (dq, dk, dv).
+    Incremental decoding (`extend_cache`, `forward_cached`) also needs `w_q` and
+        cache_entries(k, v) -> {name: (B, T, .)}, what a KV cache keeps per position,
+        cached_keys_values(entries) -> (K, V), each (B, Tk, D).
     """
 
     def __init__(self, d_model, num_heads):
@@ -152,6 +159,36 @@ class MultiHeadAttentionBase(Module):
         # Qh, Kh, Vh = split_heads(project(q, k, v))
         return self.project_backward(merge_heads(dqh), merge_heads(dkh), merge_heads(dvh))
 
+    # Incremental decoding (inference only: nothing kept for a backward).
+
+    def extend_cache(self, entries, k, v):
+        """The cache `entries` (a dict, or None to start one) with T_new more positions.
+
+        k, v (B, T_new, D) are the new keys/values inputs; what is stored per
+        position is the subclass's `cache_entries(k, v)` (MHA: K and V; MLA: the
+        latent c), appended along the time axis: (B, t, .) -> (B, t + T_new, .).
+        """
+        new = self.cache_entries(k, v)
+        if entries is None:
+            return new
+        return {name: xp.concatenate([entries[name], new[name]], axis=1)    # (B, t + T_new, .)
+                for name in new}
+
+    def forward_cached(self, q, entries, mask=None):
+        """Attention of new queries q (B, Tq, D) over every cached position (inference).
+
+            K, V = cached_keys_values(entries)          (B, Tk, D) each
+            y    = MultiHead(q W_q, K, V, mask) W_o      no dropout, nothing cached for backward
+        mask broadcastable to (B, H, Tq, Tk); None lets every query see every cached key.
+        The same numbers as `forward` on the whole sequence, row for row.
+        """
+        check_float_array(q, "q", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
+        H = self.num_heads
+        K, V = self.cached_keys_values(entries)                              # (B, Tk, D)
+        qh = split_heads(self.w_q.forward(q), H)                             # (B, H, Tq, Dh)
+        out, _ = scaled_dot_product_attention(qh, split_heads(K, H), split_heads(V, H), mask)
+        return self.w_o.forward(merge_heads(out))                            # (B, Tq, D)
+
 
 class MultiHeadAttention(MultiHeadAttentionBase):
     """Multi-head attention: y = concat_h softmax(Q_h K_h^T / sqrt(Dh), mask) V_h W_o + b_o.
@@ -187,3 +224,10 @@ class MultiHeadAttention(MultiHeadAttentionBase):
 
     def project_backward(self, dQ, dK, dV):
         return self.w_q.backward(dQ), self.w_k.backward(dK), self.w_v.backward(dV)
+
+    # A KV cache keeps the projected keys and values: 2 D numbers per position.
+    def cache_entries(self, k, v):
+        return {"k": self.w_k.forward(k), "v": self.w_v.forward(v)}         # (B, T, D) each
+
+    def cached_keys_values(self, entries):
+        return entries["k"], entries["v"]                                    # (B, Tk, D) each

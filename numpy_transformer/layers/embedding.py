@@ -58,6 +58,8 @@ class Embedding(Module):
         and `add.at` is slow, so we sort the positions by id: equal ids then sit
         next to each other and one `add.reduceat` sums every run at once.
         """
+        # BEGIN SOLUTION embedding
+        # HINT: ADD multiplier * dy[b, t] to row ids[b, t] of grads["weight"], once per occurrence
         ids, D = self.cache, self.d_model
         flat = ids.reshape(-1)                            # (N,)   N = B*T
         dy2 = dy.reshape(-1, D)                           # (N, D)
@@ -73,3 +75,4 @@ class Embedding(Module):
         # The rows of sorted_ids[starts] are distinct, so fancy-index += is safe here.
         self.grads["weight"][sorted_ids[starts]] += sums  # (U, D) rows of (V, D)
         return None
+        # END SOLUTION

@@ -46,7 +46,10 @@ class FeedForward(Module):
         return self.linear_2.forward(h)              # (B, T, D)
 
     def backward(self, dy):
+        # BEGIN SOLUTION feedforward
+        # HINT: call the children's backward in the reverse order of forward
         dh = self.linear_2.backward(dy)              # (B, T, F)
         dh = self.dropout.backward(dh)               # (B, T, F)
         dh = self.activation.backward(dh)            # (B, T, F)
         return self.linear_1.backward(dh)            # (B, T, D)
+        # END SOLUTION

@@ -82,3 +82,14 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         dc += self.w_v_decompress.backward(dV)                              # c fed K and V
         dk = self.w_kv_compress.backward(dc)                                # (B, Tk, D)
         return self.w_q.backward(dQ), dk, xp.zeros_like(dk)                 # v is k: no dv
+
+    # A KV cache keeps only the latent c: L numbers per position instead of 2 D.
+    # Each step decompresses K and V from it again (compute traded for memory).
+    # Production code "absorbs" W_k_decompress into the query instead
+    # (Q K^T = (Q W_k_decompress^T) c^T per head) to skip that work.
+    def cache_entries(self, k, v):
+        return {"c": self.w_kv_compress.forward(k)}                         # (B, T, L)
+
+    def cached_keys_values(self, entries):
+        c = entries["c"]                                                     # (B, Tk, L)
+        return self.w_k_decompress.forward(c), self.w_v_decompress.forward(c)   # (B, Tk, D)

@@ -38,6 +38,8 @@ class Linear(Module):
         return y
 
     def backward(self, dy):
+        # BEGIN SOLUTION linear
+        # HINT: ADD x^T dy and sum(dy) over N = all leading dims into grads; return dy W^T
         x, W = self.cache, self.params["weight"]
         x2 = x.reshape(-1, self.in_features)              # (N, D_in)
         dy2 = dy.reshape(-1, self.out_features)           # (N, D_out)
@@ -45,6 +47,7 @@ class Linear(Module):
         if "bias" in self.params:
             self.grads["bias"] += dy2.sum(axis=0)         # (D_out,)
         return dy @ W.T                                   # (..., D_in)
+        # END SOLUTION
 
 
 class TiedLinear(Module):
@@ -77,6 +80,8 @@ class TiedLinear(Module):
         return y
 
     def backward(self, dy):
+        # BEGIN SOLUTION linear
+        # HINT: W is the embedding's (V, D) array: ADD dy^T x into the shared grads; return dy W
         x, W = self.cache, self.params["weight"]
         x2 = x.reshape(-1, self.in_features)                          # (N, D)
         dy2 = dy.reshape(-1, self.out_features)                       # (N, V)
@@ -84,3 +89,4 @@ class TiedLinear(Module):
         if "bias" in self.params:
             self.grads["bias"] += dy2.sum(axis=0)                     # (V,)
         return dy @ W                                                 # (..., D)
+        # END SOLUTION

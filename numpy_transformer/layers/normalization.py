@@ -46,6 +46,8 @@ class LayerNorm(Module):
         return xhat * self.params["gamma"] + self.params["beta"]  # (..., D)
 
     def backward(self, dy):
+        # BEGIN SOLUTION layernorm
+        # HINT: ADD the gamma, beta grads; dx = r (g - mean(g) - xhat mean(g xhat)), g = dy gamma
         xhat, r = self.cache
         D = self.d_model
         # y = gamma * xhat + beta
@@ -57,3 +59,4 @@ class LayerNorm(Module):
         dx -= xhat * (g * xhat).mean(axis=-1, keepdims=True)
         dx *= r
         return dx                                                 # (..., D)
+        # END SOLUTION

@@ -36,7 +36,10 @@ def softmax(x, axis=-1, mask=None):
 
 def softmax_backward(dp, p, axis=-1):
     """dx = p * (dp - sum(dp * p)) for p = softmax(x)."""
+    # BEGIN SOLUTION softmax
+    # HINT: the Jacobian-vector product of diag(p) - p p^T along axis, without the Jacobian
     return p * (dp - (dp * p).sum(axis=axis, keepdims=True))
+    # END SOLUTION
 
 
 def log_softmax(x, axis=-1):

@@ -20,3 +20,12 @@ def self_attention_backward(attn):
         dq, dk, dv = attn.backward(dy)
         return dq + dk + dv
     return backward
+
+
+def cached_self_attention(attn, layer_cache, mask=None):
+    """The sublayer function of self-attention in incremental decoding: append the
+    new positions h (B, T_new, D) to layer_cache["self"], then attend over all of them."""
+    def sublayer(h):
+        layer_cache["self"] = attn.extend_cache(layer_cache.get("self"), h, h)
+        return attn.forward_cached(h, layer_cache["self"], mask)                 # (B, T_new, D)
+    return sublayer

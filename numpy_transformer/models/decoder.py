@@ -4,7 +4,7 @@ from ..layers.feedforward import FeedForward
 from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..module import Module
-from .blocks import make_attention, self_attention_backward
+from .blocks import cached_self_attention, make_attention, self_attention_backward
 
 
 class DecoderBlock(Module):
@@ -50,6 +50,23 @@ class DecoderBlock(Module):
         dmemory, self.dmemory = self.dmemory, None
         return d, dmemory
 
+    def forward_incremental(self, x, memory, src_mask, layer_cache, tgt_mask=None):
+        """Inference on new target positions only, with this block's KV cache.
+
+        x (B, T_new, D); memory (B, S, D). layer_cache["self"] grows by T_new
+        positions; layer_cache["cross"] is computed from memory on the first call
+        and reused after (the encoder output does not change while decoding).
+        tgt_mask (1, 1, T_new, T_cached) or None (one new token sees everything cached).
+        """
+        cross = self.cross_attn
+        if "cross" not in layer_cache:
+            layer_cache["cross"] = cross.extend_cache(None, memory, memory)
+        attend = cached_self_attention(self.self_attn, layer_cache, tgt_mask)
+        x = self.sublayers[0].forward(x, attend)                                 # (B, T_new, D)
+        x = self.sublayers[1].forward(
+            x, lambda h: cross.forward_cached(h, layer_cache["cross"], src_mask))
+        return self.sublayers[2].forward(x, self.feed_forward.forward)           # (B, T_new, D)
+
 
 class Decoder(Module):
     """A stack of N DecoderBlocks (a final LayerNorm when pre-norm).
@@ -80,3 +97,10 @@ class Decoder(Module):
             dout, dmem = layer.backward(dout)
             dmemory = dmem if dmemory is None else dmemory + dmem
         return dout, dmemory
+
+    def forward_incremental(self, x, memory, src_mask, cache, tgt_mask=None):
+        """Inference on new positions only: x (B, T_new, D) -> (B, T_new, D).
+        cache: a KVCache; block i uses cache.layer(i)."""
+        for i, layer in enumerate(self.layers):
+            x = layer.forward_incremental(x, memory, src_mask, cache.layer(i), tgt_mask)
+        return self.norm.forward(x) if self.norm is not None else x

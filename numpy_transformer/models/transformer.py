@@ -6,6 +6,7 @@ import numpy as np
 
 from ..backend import xp
 from ..checks import check_choice, check_ids, check_positive_int, check_probability, message
+from ..kv_cache import append_positions, incremental_causal_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
 from ..layers.positional import PositionalEncoding
@@ -102,6 +103,26 @@ class Transformer(Module):
                                      f"shape {tuple(tgt.shape)}"))
         y = self.tgt_pos.forward(self.tgt_embed.forward(tgt))                 # (B, T, D)
         return self.decoder.forward(y, memory, src_mask, tgt_mask)
+
+    def decode_incremental(self, memory, src_mask, tgt, cache):
+        """Decoder output (B, T_new, D) for the NEW target tokens tgt (B, T_new) only.
+
+        Inference only. The tokens continue the ones already fed into `cache` (a
+        KVCache): they get positions cache.length .. cache.length + T_new - 1 of the
+        positional table, attend causally to every earlier position through the
+        cached keys/values, and cache.length grows by T_new. Feeding a sequence in
+        one call or token by token gives the same outputs as `decode` on all of it.
+        """
+        check_ids(tgt, "tgt", self.config.tgt_vocab_size, ndim=2)
+        if tgt.shape[0] != memory.shape[0]:
+            raise ValueError(message("tgt", f"batch size {memory.shape[0]} (as memory/src)",
+                                     f"shape {tuple(tgt.shape)}"))
+        past, T_new = cache.length, tgt.shape[1]
+        y = append_positions(self.tgt_pos, self.tgt_embed.forward(tgt), past)  # (B, T_new, D)
+        mask = incremental_causal_mask(past, T_new)                           # or None
+        h = self.decoder.forward_incremental(y, memory, src_mask, cache, mask)
+        cache.length = past + T_new
+        return h                                                              # (B, T_new, D)
 
     def project(self, x):
         """x (B, T, D) -> logits (B, T, V_tgt)."""

@@ -54,6 +54,8 @@ class Adam(Optimizer):
                 "weight_decay": self.weight_decay}
 
     def _update(self, p, g, state, scratch):
+        # BEGIN SOLUTION adam
+        # HINT: in place: weight decay, m and v, then the bias-corrected step (module docstring)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         s1, s2 = scratch
         (b1, b2), t, wd = self.betas, self.step_count, self.weight_decay
@@ -76,6 +78,7 @@ class Adam(Optimizer):
         xp.divide(m, s2, out=s2)                      # p -= lr / (1 - b1^t) * m / denom
         s2 *= self.lr / (1 - b1**t)
         p -= s2
+        # END SOLUTION
 
 
 class AdamW(Adam):

@@ -1,0 +1,221 @@
+"""Checks of the layer parts: linear, embedding, layernorm, softmax, feedforward,
+cross_entropy and adam. Each states the error a correct answer reaches.
+
+Finite differences run in float64 (the checker's fourth-order central
+differences with eps = 1e-4): a correct backward agrees to about 1e-10 and a
+check passes at 1e-7 relative; a wrong one is off by 1e-2 or more. The other
+checks compare with exact expectations (accumulation, closed forms) and reach
+about 1e-15.
+"""
+
+import numpy as np
+
+from ..gradcheck import gradcheck
+from .parts import CheckFailed, check
+
+FD = "max rel err ~1e-10 against finite differences (pass <= 1e-7)"
+EXACT = "equal up to rounding, rel err ~1e-15 (pass <= 1e-10)"
+
+
+def rand(pkg, rng, *shape, scale=1.0):
+    return pkg.xp.asarray(scale * rng.normal(size=shape))
+
+
+def perturb(pkg, module, rng, scale=0.3):
+    """Random vector parameters (biases, gains), so that zeros and ones hide no bug."""
+    for _, param, _ in module.named_parameters():
+        if param.ndim == 1:
+            param += pkg.xp.asarray(scale * rng.normal(size=param.shape))
+    return module
+
+
+def gradients_agree(module, *inputs, what, rtol=1e-7, **kwargs):
+    """gradcheck; CheckFailed naming the tensors that disagree. Returns the max rel error."""
+    report = gradcheck(module, *inputs, rtol=rtol, **kwargs)
+    if not report.passed:
+        bad = [r for r in report.rows if not r.passed]
+        names = ", ".join(f"{r.name} ({r.max_rel_error:.1e})" for r in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise CheckFailed(f"{what}: the gradient of {names}{more} disagrees with finite "
+                          f"differences or is not finite", report.max_rel_error)
+    return report.max_rel_error
+
+
+def relative_error(pkg, got, expected):
+    xp = pkg.xp
+    scale = max(float(xp.abs(expected).max(initial=0.0)), 1e-300)
+    err = float(xp.abs(got - expected).max(initial=0.0)) / scale
+    return err if bool(xp.all(xp.isfinite(got))) else float("nan")
+
+
+def assert_close(pkg, got, expected, what, tol=1e-10):
+    err = relative_error(pkg, got, expected)
+    if not err <= tol:
+        raise CheckFailed(f"{what} (rel err {err:.1e})", err)
+    return err
+
+
+def accumulates(pkg, module, run_forward, dout, what):
+    """forward+backward twice without zero_grad: every gradient must double, in place."""
+    module.zero_grad()
+    arrays = {name: grad for name, _, grad in module.named_parameters()}
+    run_forward()
+    module.backward(dout)
+    once = {name: grad.copy() for name, grad in arrays.items()}
+    run_forward()
+    module.backward(dout)
+    worst = 0.0
+    for name, _, grad in module.named_parameters():
+        if grad is not arrays[name]:
+            raise CheckFailed(f"{what}: backward replaced the array grads[{name!r}]; add into it "
+                              "in place with += (tied weights and zero_grad rely on it)")
+        worst = max(worst, assert_close(pkg, grad, 2 * once[name],
+                                        f"{what}: after two backward calls grads[{name!r}] must "
+                                        "be twice one call's: ADD with +=, never overwrite"))
+    return worst
+
+
+@check("linear", 4, FD)
+def linear_gradients(pkg):
+    rng = np.random.default_rng(1)
+    layer = perturb(pkg, pkg.Linear(4, 5, rng=rng), rng)
+    e1 = gradients_agree(layer, rand(pkg, rng, 2, 3, 4), what="Linear(4, 5) on x (2, 3, 4)")
+    layer = pkg.Linear(4, 3, bias=False, rng=rng)
+    e2 = gradients_agree(layer, rand(pkg, rng, 6, 4), what="Linear(4, 3, bias=False), x (6, 4)")
+    return max(e1, e2)
+
+
+@check("linear", 3, EXACT)
+def linear_accumulates(pkg):
+    rng = np.random.default_rng(2)
+    layer = perturb(pkg, pkg.Linear(4, 5, rng=rng), rng)
+    x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 5)
+    return accumulates(pkg, layer, lambda: layer.forward(x), dy, "Linear")
+
+
+@check("linear", 3, "finite differences ~1e-10 (pass <= 1e-7); accumulation exact, ~1e-15")
+def tied_linear_accumulates(pkg):
+    rng = np.random.default_rng(3)
+    embedding = pkg.Embedding(7, 4, rng=rng)
+    tied = perturb(pkg, pkg.TiedLinear(embedding), rng)
+    x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 7)
+    err = gradients_agree(tied, x, what="TiedLinear(Embedding(7, 4)) on x (2, 3, 4)")
+    tied.zero_grad()
+    tied.forward(x)
+    tied.backward(dy)
+    alone = embedding.grads["weight"].copy()
+    shared = embedding.grads["weight"]
+    before = rand(pkg, rng, 7, 4)              # what the embedding's own backward added
+    shared[...] = before
+    tied.forward(x)
+    tied.backward(dy)
+    if tied.grads["weight"] is not shared or embedding.grads["weight"] is not shared:
+        raise CheckFailed("TiedLinear replaced the gradient array it shares with the embedding: "
+                          "add into it in place with +=")
+    return max(err, assert_close(pkg, shared, before + alone,
+                                 "TiedLinear must ADD its gradient to what the tied embedding "
+                                 "already put in the shared array"))
+
+
+@check("embedding", 4, FD)
+def embedding_gradients(pkg):
+    rng = np.random.default_rng(4)
+    ids = pkg.xp.asarray([[1, 3, 1, 6, 3], [0, 1, 1, 2, 6]])   # repeats; ids 4 and 5 unused
+    err = 0.0
+    for scale in (True, False):
+        emb = pkg.Embedding(7, 4, scale=scale, rng=rng)
+        err = max(err, gradients_agree(emb, ids, what=f"Embedding(7, 4, scale={scale}), "
+                                       "ids with repeats"))
+    return err
+
+
+@check("embedding", 3, EXACT)
+def embedding_repeated_ids(pkg):
+    rng = np.random.default_rng(5)
+    emb = pkg.Embedding(5, 3, scale=False, rng=rng)
+    ids = pkg.xp.full((2, 3), 2)                               # one token, six times
+    dy = rand(pkg, rng, 2, 3, 3)
+    emb.zero_grad()
+    emb.forward(ids)
+    emb.backward(dy)
+    expected = pkg.xp.zeros((5, 3))
+    expected[2] = dy.reshape(-1, 3).sum(axis=0)
+    return assert_close(pkg, emb.grads["weight"], expected,
+                        "a token id that occurs 6 times must get the sum of its 6 rows of dy")
+
+
+@check("embedding", 3, EXACT)
+def embedding_accumulates(pkg):
+    rng = np.random.default_rng(6)
+    emb = pkg.Embedding(7, 4, rng=rng)
+    ids, dy = pkg.xp.asarray([[1, 3, 1], [0, 6, 3]]), rand(pkg, rng, 2, 3, 4)
+    return accumulates(pkg, emb, lambda: emb.forward(ids), dy, "Embedding")
+
+
+@check("layernorm", 6, FD)
+def layernorm_gradients(pkg):
+    rng = np.random.default_rng(7)
+    norm = perturb(pkg, pkg.LayerNorm(5), rng)
+    e1 = gradients_agree(norm, rand(pkg, rng, 2, 3, 5, scale=2.0) + 1.0,
+                         what="LayerNorm(5) on x (2, 3, 5)")
+    e2 = gradients_agree(norm, rand(pkg, rng, 4, 5), what="LayerNorm(5) on x (4, 5)")
+    return max(e1, e2)
+
+
+@check("layernorm", 4, EXACT)
+def layernorm_accumulates(pkg):
+    rng = np.random.default_rng(8)
+    norm = perturb(pkg, pkg.LayerNorm(5), rng)
+    x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
+    return accumulates(pkg, norm, lambda: norm.forward(x), dy, "LayerNorm")
+
+
+@check("softmax", 6, FD)
+def softmax_gradients(pkg):
+    rng = np.random.default_rng(9)
+    e1 = gradients_agree(pkg.Softmax(), rand(pkg, rng, 2, 3, 5, scale=3.0),
+                         what="softmax over the last axis of x (2, 3, 5)")
+    e2 = gradients_agree(pkg.Softmax(axis=1), rand(pkg, rng, 2, 4, 3, scale=3.0),
+                         what="softmax over axis 1 of x (2, 4, 3)")
+    return max(e1, e2)
+
+
+@check("softmax", 4, "finite, 0 on masked entries; finite differences ~1e-10 (pass <= 1e-7)")
+def softmax_fully_masked_row(pkg):
+    rng = np.random.default_rng(10)
+    mask = pkg.xp.ones((2, 3, 5), dtype=bool)
+    mask[0, 1, :] = False                                      # a row with nothing allowed
+    mask[1, :, 3:] = False
+    x, dp = rand(pkg, rng, 2, 3, 5, scale=3.0), rand(pkg, rng, 2, 3, 5)
+    softmax = pkg.Softmax()
+    err = gradients_agree(softmax, x, what="masked softmax with a fully masked row",
+                          forward_kwargs={"mask": mask}, dout=dp)
+    softmax.forward(x, mask=mask)
+    dx = softmax.backward(dp)
+    if not bool(pkg.xp.all(pkg.xp.isfinite(dx))) or bool(pkg.xp.any(dx[~mask] != 0)):
+        raise CheckFailed("the gradient of a fully masked row must be all zeros, never NaN",
+                          float("nan"))
+    return err
+
+
+@check("feedforward", 4, FD)
+def feedforward_relu_dropout(pkg):
+    rng = np.random.default_rng(11)
+    ff = perturb(pkg, pkg.FeedForward(5, 7, dropout=0.2, rng=rng), rng)
+    return gradients_agree(ff, rand(pkg, rng, 2, 3, 5),
+                           what="FeedForward(5, 7, relu, dropout 0.2 with its mask frozen)")
+
+
+@check("feedforward", 3, FD)
+def feedforward_gelu(pkg):
+    rng = np.random.default_rng(12)
+    ff = perturb(pkg, pkg.FeedForward(5, 7, activation="gelu", rng=rng), rng)
+    return gradients_agree(ff, rand(pkg, rng, 2, 3, 5), what="FeedForward(5, 7, gelu)")
+
+
+@check("feedforward", 3, EXACT)
+def feedforward_accumulates(pkg):
+    rng = np.random.default_rng(13)
+    ff = perturb(pkg, pkg.FeedForward(5, 7, rng=rng), rng)
+    x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
+    return accumulates(pkg, ff, lambda: ff.forward(x), dy, "FeedForward")

@@ -1,0 +1,156 @@
+"""Making a student copy: the package with the chosen parts' solutions turned into stubs.
+
+    make(out, parts=None)              -> the manifest (a dict), writes the copy
+    make_assignment(out, parts=None)   the command line's `assignment make --out DIR`
+
+The copy holds numpy_transformer/ (without the grader's mistake catalogue),
+notebooks/ when this package sits in a source checkout, a README for students
+and assignment.json, which lists the parts and tells `grade` that DIR is a
+student copy. Every file keeps its place, its imports and its docstrings;
+only the lines between the markers of the chosen parts change.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+from .markers import (MarkerError, find_regions, regions_in_source, replace_region_bodies,
+                      stub_lines)
+from .parts import PARTS, TITLES, max_points, validate_parts
+
+MANIFEST = "assignment.json"
+PACKAGE = Path(__file__).resolve().parents[1]          # the reference numpy_transformer/
+NOT_COPIED = ("__pycache__", "*.pyc", "mistakes.py", ".ipynb_checkpoints")
+
+
+def read_manifest(root, required=True):
+    """The assignment.json of a student copy; ValueError when `root` is not one."""
+    root = Path(root)
+    path = root / MANIFEST
+    if not (root / "numpy_transformer" / "__init__.py").is_file() or not path.is_file():
+        if not required:
+            return None
+        raise ValueError(f"{root} is not a student copy: it needs numpy_transformer/ and "
+                         f"{MANIFEST} (make one with `assignment make --out DIR`)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def package_regions(package=PACKAGE):
+    """Every solution region of the package; MarkerError if one names no known part."""
+    files = [f for f in sorted(Path(package).rglob("*.py"))
+             if "assignment" not in f.relative_to(package).parts]   # the grader's own text
+    regions = find_regions(package, files)
+    for r in regions:
+        if r.part not in PARTS:
+            raise MarkerError(f"{r.where}: region of unknown part {r.part or '(no name)'!r}; "
+                              f"valid parts: {', '.join(PARTS)}")
+        if not r.qualname:
+            raise MarkerError(f"{r.where}: a solution region must lie inside a function")
+    return regions
+
+
+def _stub_notebook(path, parts):
+    """Stub the marked regions in a notebook's code cells (unnamed regions always)."""
+    book = json.loads(path.read_text(encoding="utf-8"))
+    for cell in book.get("cells", []):
+        source = cell.get("source", [])
+        text = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") != "code" or "SOLUTION" not in text:
+            continue
+        regions = [r for r in regions_in_source(text, path.name) if not r.part or r.part in parts]
+        lines = stub_lines(text.split("\n"), regions)
+        cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+        cell["outputs"], cell["execution_count"] = [], None
+    path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _readme(parts, regions, solutions):
+    lines = ["# Backward-pass assignment", "",
+             "Each part below is a backward pass (or an optimizer step) whose body has been",
+             "replaced by `raise NotImplementedError(...)`, between the lines",
+             "`# BEGIN SOLUTION <part>` and `# END SOLUTION`. Replace the `raise` with your",
+             "code; keep the markers. The docstrings give the math and the shapes.", "",
+             "| part | points | what | where |", "|---|---|---|---|"]
+    for part in parts:
+        where = "<br>".join(f"`{r.path}` `{r.qualname}`" for r in regions if r.part == part)
+        lines.append(f"| {part} | {max_points(part)} | {TITLES[part]} | {where} |")
+    lines += ["", "Check your work from this folder (it imports the package here):", "",
+              "    python -m numpy_transformer gradcheck --layers-only",
+              "    python -m numpy_transformer assignment grade .", "",
+              "The grader compares every backward with float64 finite differences: a correct",
+              "answer agrees to about 1e-9 relative (a check passes at 1e-7), a wrong one is",
+              "off by 1e-2 or more. It also tests what finite differences cannot see:",
+              "gradients must be ADDED into `grads` (+=, never =), repeated token ids and tied",
+              "weights must receive every contribution, fully masked rows must stay finite."]
+    if solutions:
+        lines += ["", "(This is a solution copy: the reference code is still in place.)"]
+    return "\n".join(lines) + "\n"
+
+
+def make(out, parts=None, solutions=False):
+    """Write a student copy into `out` (new or empty); returns its manifest.
+
+    parts      the parts to stub (default: all, see PARTS); ValueError for unknown names
+    solutions  keep the reference code in place (a solution copy, to check the grader)
+    """
+    parts = validate_parts(parts)
+    own = read_manifest(PACKAGE.parent, required=False)
+    if own and own.get("stubbed"):
+        raise ValueError(f"{PACKAGE} belongs to a student copy; make assignments from the "
+                         "reference package")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} already exists and is not an empty folder; choose a new one")
+    regions = package_regions()
+    target = out / "numpy_transformer"
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED))
+    stubbed = [] if solutions else parts
+    for path in sorted({r.path for r in regions if r.part in stubbed}):
+        file = target / path
+        mine = [r for r in regions if r.path == path and r.part in stubbed]
+        lines = stub_lines(file.read_text(encoding="utf-8").split("\n"), mine)
+        file.write_text("\n".join(lines), encoding="utf-8")
+    notebooks = PACKAGE.parent / "notebooks"
+    if notebooks.is_dir():
+        shutil.copytree(notebooks, out / "notebooks",
+                        ignore=shutil.ignore_patterns(*NOT_COPIED))
+        if not solutions:
+            for book in sorted((out / "notebooks").rglob("*.ipynb")):
+                _stub_notebook(book, parts)
+    (out / "README.md").write_text(_readme(parts, regions, solutions), encoding="utf-8")
+    manifest = {"format": 1, "parts": parts, "stubbed": stubbed,
+                "max_points": {p: max_points(p) for p in parts}}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def reveal(directory, parts):
+    """Put the reference solution of `parts` back into a student copy (e.g. after a deadline)."""
+    parts, root = validate_parts(parts), Path(directory)
+    manifest = read_manifest(root)
+    reference = package_regions()
+    theirs = package_regions(root / "numpy_transformer")
+    for path in sorted({r.path for r in reference if r.part in parts}):
+        source = (PACKAGE / path).read_text(encoding="utf-8").split("\n")
+        ref = [r for r in reference if r.path == path and r.part in parts]
+        mine = [r for r in theirs if r.path == path and r.part in parts]
+        if [r.qualname for r in ref] != [r.qualname for r in mine]:
+            raise MarkerError(f"{root / 'numpy_transformer' / path}: its regions of "
+                              f"{', '.join(parts)} do not match the reference's")
+        file = root / "numpy_transformer" / path
+        bodies = [source[r.begin + 1:r.end] for r in ref]
+        file.write_text("\n".join(replace_region_bodies(file.read_text(encoding="utf-8")
+                                                        .split("\n"), mine, bodies)),
+                        encoding="utf-8")
+    manifest["stubbed"] = [p for p in manifest["stubbed"] if p not in parts]
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def make_assignment(out, parts=None, solutions=False, out_fn=print):
+    """`assignment make --out DIR [--parts ...]`: write the copy and say what it holds."""
+    manifest = make(out, parts, solutions=solutions)
+    what = "solution copy" if solutions else "student copy"
+    out_fn(f"wrote a {what} to {out}: parts {', '.join(manifest['parts'])} "
+           f"({sum(manifest['max_points'].values())} points); see {Path(out) / 'README.md'}")
+    return 0

@@ -1,0 +1,149 @@
+"""Solution regions: finding them in the sources and turning them into stubs.
+
+A region is a run of lines between two one-line comments,
+
+    # BEGIN SOLUTION linear
+    # HINT: one line that becomes the NotImplementedError message (optional)
+    ...the reference code...
+    # END SOLUTION
+
+inside one function. The name after BEGIN is the assignment part the region
+belongs to (a part may own several regions). In a student copy the lines
+between the markers become `raise NotImplementedError("<function>: <hint>")`,
+indented like the markers, which stay so that students see where to write.
+"""
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+))?[ \t]*$")
+END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+))?[ \t]*$")
+HINT = re.compile(r"^[ \t]*# HINT: (?P<hint>.+?)[ \t]*$")
+
+
+class MarkerError(ValueError):
+    """A malformed solution region (where and what is wrong)."""
+
+
+@dataclass
+class Region:
+    part: str       # the name on the BEGIN line ("" when there is none)
+    path: str       # file path relative to the scanned root, with "/" separators
+    begin: int      # 0-based line index of the BEGIN marker
+    end: int        # 0-based line index of the END marker
+    indent: str     # the markers' indentation
+    hint: str       # the HINT text, or "" when there is none
+    qualname: str   # the enclosing function, e.g. "Linear.backward" ("" outside any)
+
+    @property
+    def module(self):
+        """Dotted module path inside the package, e.g. "layers.linear"."""
+        return self.path[:-len(".py")].replace("/", ".")
+
+    @property
+    def where(self):
+        return f"{self.path}:{self.begin + 1} ({self.qualname or 'module level'})"
+
+
+def parse_regions(lines, path="<source>"):
+    """[(part, begin, end, indent, hint)] for the marker lines in `lines`; raises MarkerError."""
+    regions, open_ = [], None
+    for i, line in enumerate(lines):
+        begin, end = BEGIN.match(line), END.match(line)
+        if begin:
+            if open_ is not None:
+                raise MarkerError(f"{path}:{i + 1}: BEGIN SOLUTION inside the region opened "
+                                  f"at line {open_[1] + 1} (regions do not nest)")
+            open_ = (begin["name"] or "", i, begin["indent"])
+        elif end:
+            if open_ is None:
+                raise MarkerError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
+            part, start, indent = open_
+            if end["indent"] != indent:
+                raise MarkerError(f"{path}:{i + 1}: END SOLUTION is not indented like its "
+                                  f"BEGIN SOLUTION at line {start + 1}")
+            if end["name"] and end["name"] != part:
+                raise MarkerError(f"{path}:{i + 1}: END SOLUTION {end['name']} closes "
+                                  f"BEGIN SOLUTION {part or '(no name)'} of line {start + 1}")
+            hint = HINT.match(lines[start + 1]) if start + 1 < i else None
+            body = lines[start + 1 + bool(hint):i]
+            if not any(s.strip() and not s.strip().startswith("#") for s in body):
+                raise MarkerError(f"{path}:{start + 1}: the region has no code")
+            regions.append((part, start, i, indent, hint["hint"] if hint else ""))
+            open_ = None
+        elif "BEGIN SOLUTION" in line or "END SOLUTION" in line:
+            raise MarkerError(f"{path}:{i + 1}: a marker must be a line of its own: "
+                              f"'# BEGIN SOLUTION name' or '# END SOLUTION'")
+    if open_ is not None:
+        raise MarkerError(f"{path}:{open_[1] + 1}: BEGIN SOLUTION without an END SOLUTION")
+    return regions
+
+
+def _functions(tree):
+    """(qualname, first line, last line) of every function, 1-based lines."""
+    found = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    found.append((name, child.lineno, child.end_lineno))
+                walk(child, name + ".")
+    walk(tree, "")
+    return found
+
+
+def regions_in_source(text, path="<source>"):
+    """The Regions of one source text (a file, or a notebook cell); raises MarkerError."""
+    lines = text.splitlines()
+    found = parse_regions(lines, path)
+    try:
+        functions = _functions(ast.parse(text)) if found else []
+    except SyntaxError:                   # e.g. a notebook cell with IPython magics
+        functions = []
+    regions = []
+    for part, begin, end, indent, hint in found:
+        # The END comment may follow the function's last statement (comments are not
+        # in the syntax tree), so compare the region's last line of code instead.
+        code = [i + 1 for i in range(begin, end)
+                if lines[i].strip() and not lines[i].strip().startswith("#")]
+        inside = [(first, name) for name, first, last in functions
+                  if first < begin + 1 and code[-1] <= last]
+        qualname = max(inside)[1] if inside else ""          # the innermost function
+        regions.append(Region(part, path, begin, end, indent, hint, qualname))
+    return regions
+
+
+def find_regions(root, files=None):
+    """Every solution region in the .py files under `root` (sorted by file and line)."""
+    root = Path(root)
+    paths = files if files is not None else sorted(root.rglob("*.py"))
+    regions = []
+    for path in paths:
+        text = Path(path).read_text(encoding="utf-8")
+        if "SOLUTION" in text:
+            regions += regions_in_source(text, Path(path).relative_to(root).as_posix())
+    return regions
+
+
+def stub_lines(lines, regions):
+    """`lines` with the body of each region replaced by a NotImplementedError stub."""
+    out, last = [], 0
+    for r in sorted(regions, key=lambda r: r.begin):
+        message = f"{r.qualname or r.path}: {r.hint or 'write this part'}"
+        out += lines[last:r.begin + 1]
+        out.append(f"{r.indent}raise NotImplementedError({message!r})")
+        last = r.end
+    return out + lines[last:]
+
+
+def replace_region_bodies(lines, regions, bodies):
+    """`lines` with the lines between the markers of each region set to `bodies[i]`."""
+    out, last = [], 0
+    for r, body in sorted(zip(regions, bodies), key=lambda pair: pair[0].begin):
+        out += lines[last:r.begin + 1] + list(body)
+        last = r.end
+    return out + lines[last:]

@@ -1,0 +1,102 @@
+"""A catalogue of typical backward-pass mistakes, to test the grader itself.
+
+Each mistake is a patch of the reference solution: in `path` (inside the
+package), the text `old` (found exactly once, inside a solution region of
+`part`) becomes `new`. Applied to a solution copy, every mistake must cost
+points in its part, and only there: a mistake the grader cannot catch is a bug
+in the grader. This file is left out of student copies (it quotes the solutions).
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    part: str
+    description: str
+    path: str       # relative to numpy_transformer/
+    old: str
+    new: str
+
+    def apply(self, root):
+        """Patch the copy in `root` (which holds numpy_transformer/); ValueError if `old` is
+        not found exactly once."""
+        file = Path(root) / "numpy_transformer" / self.path
+        text = file.read_text(encoding="utf-8")
+        if text.count(self.old) != 1:
+            raise ValueError(f"mistake {self.name}: its text occurs {text.count(self.old)} "
+                             f"times in {self.path}, expected once")
+        file.write_text(text.replace(self.old, self.new), encoding="utf-8")
+
+
+MISTAKES = [
+    Mistake("linear_overwrites", "linear",
+            "Linear: parameter gradients overwritten (=) instead of accumulated (+=)",
+            "layers/linear.py",
+            'self.grads["weight"] += x2.T @ dy2                # (D_in, D_out)',
+            'self.grads["weight"] = x2.T @ dy2                 # (D_in, D_out)'),
+    Mistake("tied_linear_overwrites", "linear",
+            "TiedLinear: the shared gradient overwritten, dropping the embedding's part",
+            "layers/linear.py",
+            'self.grads["weight"] += dy2.T @ x2                            # (V, D)',
+            'self.grads["weight"][...] = dy2.T @ x2                        # (V, D)'),
+    Mistake("layernorm_missing_term", "layernorm",
+            "LayerNorm: the xhat * mean(g * xhat) term of the input gradient is missing",
+            "layers/normalization.py",
+            "        dx -= xhat * (g * xhat).mean(axis=-1, keepdims=True)\n", ""),
+    Mistake("softmax_elementwise", "softmax",
+            "softmax backward uses the output elementwise, p (1 - p) dp, not the "
+            "Jacobian-vector product", "layers/softmax.py",
+            "return p * (dp - (dp * p).sum(axis=axis, keepdims=True))",
+            "return dp * p * (1 - p)"),
+    Mistake("softmax_nan_masked_row", "softmax",
+            "softmax backward divides by the row sum of p: NaN on a fully masked row",
+            "layers/softmax.py",
+            "return p * (dp - (dp * p).sum(axis=axis, keepdims=True))",
+            "return p * (dp - (dp * p).sum(axis=axis, keepdims=True)"
+            " / p.sum(axis=axis, keepdims=True))"),
+    Mistake("feedforward_skips_dropout", "feedforward",
+            "FeedForward: the dropout backward is skipped (the kept mask is not applied)",
+            "layers/feedforward.py",
+            "        dh = self.dropout.backward(dh)               # (B, T, F)\n", ""),
+    Mistake("embedding_overwrites", "embedding",
+            "Embedding: parameter gradients overwritten (=) instead of accumulated (+=), "
+            "which breaks tied embeddings",
+            "layers/embedding.py",
+            'self.grads["weight"][sorted_ids[starts]] += sums',
+            'self.grads["weight"][sorted_ids[starts]] = sums'),
+    Mistake("embedding_repeated_ids", "embedding",
+            "Embedding: a plain fancy-index += keeps one row of a repeated token id",
+            "layers/embedding.py",
+            'self.grads["weight"][sorted_ids[starts]] += sums  # (U, D) rows of (V, D)',
+            'self.grads["weight"][flat] += dy2 * self.multiplier'),
+    Mistake("cross_entropy_divides_twice", "cross_entropy",
+            "cross-entropy: the gradient divided by the token count twice",
+            "losses.py",
+            "(float(dloss) / max(self.num_tokens, 1))",
+            "(float(dloss) / max(self.num_tokens, 1) ** 2)"),
+    Mistake("cross_entropy_smoothing_v_minus_1", "cross_entropy",
+            "cross-entropy: label smoothing spread over V - 1 classes instead of V",
+            "losses.py",
+            "dx -= eps / V                                       # p - eps / V",
+            "dx -= eps / (V - 1)"),
+    Mistake("cross_entropy_ignores_dloss", "cross_entropy",
+            "cross-entropy: the upstream dloss is ignored",
+            "losses.py",
+            "(float(dloss) / max(self.num_tokens, 1))",
+            "(1.0 / max(self.num_tokens, 1))"),
+    Mistake("adam_no_bias_correction", "adam",
+            "Adam without bias correction",
+            "optim/adam.py",
+            "        s2 /= math.sqrt(1 - b2**t)\n        s2 += self.eps\n"
+            "        xp.divide(m, s2, out=s2)                      "
+            "# p -= lr / (1 - b1^t) * m / denom\n"
+            "        s2 *= self.lr / (1 - b1**t)\n",
+            "        s2 += self.eps\n        xp.divide(m, s2, out=s2)\n        s2 *= self.lr\n"),
+    Mistake("adam_first_moment_only_corrected", "adam",
+            "Adam: only the first moment is bias-corrected",
+            "optim/adam.py",
+            "        s2 /= math.sqrt(1 - b2**t)\n", ""),
+]

@@ -1,0 +1,155 @@
+"""Figures of a training run, saved as PNG: loss and learning-rate curves, attention
+maps and the positional-encoding table.
+
+    from numpy_transformer.plotting import save_figures
+    paths = save_figures("figures", history, model=model, example=(src_ids, out_ids),
+                         src_tokenizer=tok, tgt_tokenizer=tok, prefix="reverse_")
+
+Figures are drawn on `matplotlib.figure.Figure` objects, never through pyplot,
+so nothing needs a display (it works on a headless server, in CI and in
+Jupyter, where a returned Figure shows itself). matplotlib is optional:
+install it with `pip install -e .[train]`.
+"""
+
+import os
+
+from .backend import to_numpy
+
+_INSTALL = "plotting needs matplotlib: install it with `pip install -e .[train]` " \
+           "(or `pip install matplotlib`)"
+
+
+def new_figure(**kwargs):
+    """A matplotlib Figure (no pyplot, no display needed); ImportError with a hint if missing."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError(_INSTALL) from None
+    return Figure(**kwargs)
+
+
+def _save(fig, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+def plot_loss(history, path=None):
+    """Training loss per step (and its running mean) with the held-out loss at each evaluation."""
+    fig = new_figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    steps = [r["step"] for r in history.train]
+    losses = [r["loss"] for r in history.train]
+    ax.plot(steps, losses, color="tab:blue", alpha=0.3, linewidth=0.8, label="train (per step)")
+    window = max(1, len(losses) // 50)
+    smooth = [sum(losses[max(0, i - window + 1):i + 1]) / len(losses[max(0, i - window + 1):i + 1])
+              for i in range(len(losses))]
+    ax.plot(steps, smooth, color="tab:blue", label=f"train (mean of {window})")
+    evals = [r for r in history.eval if r.get("loss") is not None]
+    if evals:
+        ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-",
+                color="tab:orange", label="held-out")
+    ax.set(xlabel="step", ylabel="loss (nats per token)", title="Loss")
+    if losses and min(losses) > 0:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path) if path else fig
+
+
+def plot_learning_rate(history, path=None):
+    """The learning rate of every step (warm-up, then decay)."""
+    fig = new_figure(figsize=(6.4, 3.2))
+    ax = fig.subplots()
+    ax.plot([r["step"] for r in history.train], [r["lr"] for r in history.train])
+    ax.set(xlabel="step", ylabel="learning rate", title="Learning-rate schedule")
+    ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
+    ax.grid(alpha=0.3)
+    return _save(fig, path) if path else fig
+
+
+def plot_attention(weights, query_labels, key_labels, title, path=None):
+    """One heat-map per head of attention weights (H, Tq, Tk): row = query, column = key."""
+    weights = to_numpy(weights)
+    H, Tq, Tk = weights.shape
+    cols = min(H, 4)
+    rows = (H + cols - 1) // cols
+    size = 0.28 * max(Tq, Tk) + 1.2
+    fig = new_figure(figsize=(cols * size, rows * size + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for h, ax in enumerate(axes.flat):
+        if h >= H:
+            ax.set_axis_off()
+            continue
+        ax.imshow(weights[h], vmin=0.0, vmax=1.0, cmap="viridis")
+        ax.set_title(f"head {h}", fontsize=9)
+        ax.set_xticks(range(Tk), key_labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(Tq), query_labels, fontsize=7)
+    fig.suptitle(title)
+    return _save(fig, path) if path else fig
+
+
+def plot_positional_encoding(d_model, max_len=64, path=None):
+    """The sinusoidal table PE (max_len, D): each row is the vector added at one position."""
+    from .layers.positional import sinusoidal_table
+    fig = new_figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    image = ax.imshow(to_numpy(sinusoidal_table(max_len, d_model)), aspect="auto",
+                      cmap="RdBu", vmin=-1, vmax=1)
+    ax.set(xlabel="dimension i", ylabel="position", title="Sinusoidal positional encoding")
+    fig.colorbar(image, ax=ax)
+    return _save(fig, path) if path else fig
+
+
+def _labels(tokenizer, ids):
+    symbols = tokenizer.symbols
+    return [repr(symbols[i])[1:-1] if symbols[i] == " " else symbols[i] for i in ids]
+
+
+def attention_maps(model, src_ids, tgt_ids, src_tokenizer, tgt_tokenizer):
+    """Attention weights of one example in the last encoder and decoder blocks.
+
+    Runs the model (eval mode) on source `src_ids` and decoder input <bos> +
+    `tgt_ids`; returns {name: (weights (H, Tq, Tk), query labels, key labels)}
+    for "encoder_self", "decoder_self" and "cross" attention.
+    """
+    from .backend import xp
+    from .data.tokenizers import BOS_ID
+    src = xp.asarray([list(src_ids)], dtype=xp.int64)                  # (1, S)
+    tgt_in = xp.asarray([[BOS_ID] + list(tgt_ids)], dtype=xp.int64)   # (1, T)
+    was_training = model.training
+    model.eval()
+    model.forward(src, tgt_in)
+    model.train(was_training)
+    s = _labels(src_tokenizer, list(src_ids))
+    t = _labels(tgt_tokenizer, [BOS_ID] + list(tgt_ids))
+    enc, dec = model.encoder.layers[-1], model.decoder.layers[-1]
+    return {"encoder_self": (enc.self_attn.attn_weights[0], s, s),
+            "decoder_self": (dec.self_attn.attn_weights[0], t, t),
+            "cross": (dec.cross_attn.attn_weights[0], t, s)}
+
+
+_TITLES = {"encoder_self": "Last encoder block: self-attention",
+           "decoder_self": "Last decoder block: masked self-attention",
+           "cross": "Last decoder block: cross-attention (rows: output, columns: source)"}
+
+
+def save_figures(folder, history, *, model=None, example=None, src_tokenizer=None,
+                 tgt_tokenizer=None, prefix=""):
+    """Write every figure of a run into `folder`; returns the list of PNG paths.
+
+    history: a History (loss and lr curves). model + example (src_ids, tgt_ids)
+    + tokenizers: attention maps (encoder-decoder models only). model: the
+    positional-encoding table at its d_model.
+    """
+    path = lambda name: os.path.join(folder, f"{prefix}{name}.png")    # noqa: E731
+    paths = []
+    if history.train:
+        paths += [plot_loss(history, path("loss")), plot_learning_rate(history, path("lr"))]
+    if model is not None and example is not None and hasattr(model, "encoder"):
+        maps = attention_maps(model, example[0], example[1], src_tokenizer, tgt_tokenizer)
+        for name, (weights, q, k) in maps.items():
+            paths.append(plot_attention(weights, q, k, _TITLES[name], path(f"attention_{name}")))
+    if model is not None:
+        paths.append(plot_positional_encoding(model.config.d_model, path=path("positional")))
+    return paths

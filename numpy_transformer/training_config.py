@@ -1,0 +1,57 @@
+"""TrainConfig: every setting of a training run, with its default and meaning.
+
+The defaults suit the small models of this package on a laptop CPU: Adam with
+the paper's betas, a short linear warm-up to a fairly high peak rate (small
+models tolerate it), then a cosine decay that ends the run at a low rate, where
+the last few hundred steps polish the accuracy.
+"""
+
+from dataclasses import dataclass, field
+
+from .checks import check_choice, check_positive_int, check_probability, message
+from .optim import NoamSchedule, WarmupCosineSchedule
+from .optim.base import check_nonnegative, check_positive
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 3000                 # optimizer updates in the whole run
+    lr: float = 2e-3                  # peak learning rate, reached at the end of warm-up
+    warmup: int = 200                 # steps of linear warm-up from 0 to lr
+    schedule: str = "cosine"          # after warm-up: "cosine" to min_lr_ratio*lr, "noam" 1/sqrt(step)
+    min_lr_ratio: float = 0.05        # the cosine schedule's final lr, as a fraction of lr
+    betas: tuple = (0.9, 0.98)        # Adam's moment decay rates (the paper's)
+    weight_decay: float = 0.0         # > 0 uses AdamW (decoupled weight decay)
+    label_smoothing: float = 0.1      # spread this much target probability over the vocabulary
+    clip_norm: float = 1.0            # clip the global gradient norm to this (None: no clipping)
+    eval_every: int = 500             # evaluate every N steps (0: only at the end)
+    checkpoint_every: int = 500       # write last.npz every N steps (0: only at the end)
+    progress: bool = None             # progress bar: None = only on a terminal / in Jupyter
+    extra: dict = field(default_factory=dict)   # free-form settings saved with the run
+
+    def __post_init__(self):
+        check_positive_int(self.steps, "steps")
+        check_positive(self.lr, "lr")
+        check_choice(self.schedule, "schedule", ("cosine", "noam"))
+        for name in ("warmup", "eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(message(name, "an integer >= 0", repr(value)))
+        if self.schedule == "cosine" and self.warmup >= self.steps:
+            raise ValueError(message("warmup", f"fewer steps than steps={self.steps}",
+                                     self.warmup))
+        if self.schedule == "noam" and self.warmup < 1:
+            raise ValueError(message("warmup", "at least 1 step for the noam schedule", 0))
+        check_probability(self.label_smoothing, "label_smoothing")
+        check_probability(self.min_lr_ratio, "min_lr_ratio")
+        check_nonnegative(self.weight_decay, "weight_decay")
+        if self.clip_norm is not None:
+            check_positive(self.clip_norm, "clip_norm")
+        self.betas = tuple(self.betas)
+
+    def make_schedule(self, d_model):
+        """The lr schedule: step -> lr, peaking at `lr` after `warmup` steps."""
+        if self.schedule == "noam":
+            factor = self.lr * (d_model * self.warmup) ** 0.5      # so that the peak is lr
+            return NoamSchedule(d_model, self.warmup, factor)
+        return WarmupCosineSchedule(self.lr, self.steps, self.warmup, self.lr * self.min_lr_ratio)

@@ -1,0 +1,129 @@
+"""What a training run keeps besides weights: history, random-generator states, progress bar.
+
+- `History`: per-step loss, learning rate and tokens/s, plus every evaluation,
+  saved as JSON (history.json) and read back on resume.
+- `generator_states` / `load_generator_states`: the states of the generators
+  the model's dropout layers draw from, as JSON. Restoring them (with the data
+  stream's position and the optimizer) makes a resumed run continue exactly as
+  an uninterrupted one.
+- `progress_bar`: a tqdm bar (tqdm.auto: a text bar in a terminal, a widget in
+  Jupyter; off when output is not a terminal), or None without tqdm.
+"""
+
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+
+class History:
+    """Training curves: `train` [{step, loss, lr, tokens_per_s}], `eval` [{step, metric...}]."""
+
+    def __init__(self, train=None, eval=None):
+        self.train = list(train or [])
+        self.eval = list(eval or [])
+
+    def log_step(self, step, loss, lr, tokens_per_s):
+        self.train.append({"step": step, "loss": loss, "lr": lr, "tokens_per_s": tokens_per_s})
+
+    def log_eval(self, step, metrics):
+        self.eval.append({"step": step, **metrics})
+
+    def truncate(self, step):
+        """Forget everything after `step` (resuming from a checkpoint of that step)."""
+        self.train = [r for r in self.train if r["step"] <= step]
+        self.eval = [r for r in self.eval if r["step"] <= step]
+        return self
+
+    def to_dict(self):
+        return {"train": self.train, "eval": self.eval}
+
+    def save(self, path):
+        """Write history JSON atomically (a temporary file renamed over the old one)."""
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+        try:
+            os.chmod(tmp, 0o666 & ~_umask())         # mkstemp makes it private (0600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(_finite(self.to_dict()), f)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """Read a history.json; ValueError naming the file if it is not one."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            return cls(data["train"], data["eval"])
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path}: not a training history file ({err})") from None
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _finite(tree):
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(tree, dict):
+        return {k: _finite(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_finite(v) for v in tree]
+    if isinstance(tree, float) and not math.isfinite(tree):
+        return None
+    return tree
+
+
+def model_generators(model):
+    """The distinct numpy Generators held by the model's layers (dropout), in a fixed order."""
+    found, seen = [], set()
+    for _, module in model.named_modules():
+        for value in vars(module).values():
+            if isinstance(value, np.random.Generator) and id(value) not in seen:
+                seen.add(id(value))
+                found.append(value)
+    return found
+
+
+def generator_states(model):
+    """JSON-able states of `model_generators(model)`."""
+    return [g.bit_generator.state for g in model_generators(model)]
+
+
+def load_generator_states(model, states):
+    """Restore states saved by `generator_states` into a model built the same way."""
+    generators = model_generators(model)
+    if len(generators) != len(states):
+        raise ValueError(f"checkpoint holds {len(states)} dropout generator states, "
+                         f"the model has {len(generators)}")
+    for g, state in zip(generators, states):
+        g.bit_generator.state = state
+
+
+def progress_bar(total, initial, enabled):
+    """A tqdm.auto bar from `initial` to `total` steps, or None (tqdm missing or disabled).
+
+    enabled: True (always), False (never) or None (only on a terminal or in Jupyter).
+    """
+    if enabled is False:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
+               disable=None if enabled is None else False)
+    if bar.disable:
+        bar.close()
+        return None
+    return bar
