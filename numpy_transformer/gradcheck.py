@@ -27,6 +27,7 @@ where `floor` keeps coordinates whose true gradient is (near) zero from
 dividing rounding noise by nothing. Dropout masks are frozen during the check.
 """
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,7 @@ from .backend import to_numpy, xp
 
 @dataclass
 class GradcheckRow:
-    name: str  # "input 0" or a dotted parameter name
+    name: str  # "input x" (forward's argument name) or a dotted parameter name
     shape: tuple
     checked: int  # number of coordinates compared
     max_rel_error: float
@@ -53,6 +54,11 @@ class GradcheckReport:
     @property
     def passed(self):
         return all(row.passed for row in self.rows)
+
+    @property
+    def failing(self):
+        """The rows that failed, for a quick look at what is wrong."""
+        return [row for row in self.rows if not row.passed]
 
     @property
     def max_rel_error(self):
@@ -77,6 +83,17 @@ def _as_tuple(grads):
     if grads is None:                       # no floating-point inputs (e.g. token ids)
         return ()
     return grads if isinstance(grads, tuple) else (grads,)
+
+
+def _input_names(module, inputs):
+    """'input q', 'input k', ... from forward's signature, for the floating inputs."""
+    try:
+        params = [p.name for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = [params[i] if i < len(params) else str(i) for i in range(len(inputs))]
+    return [f"input {n}" for n, x in zip(names, inputs) if _is_float_array(x)]
 
 
 def _set_dropout_frozen(module, frozen):
@@ -110,7 +127,8 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
                             "(build the module under default_dtype('float64'))")
     for i, x in enumerate(inputs):
         if _is_float_array(x) and x.dtype != np.float64:
-            raise TypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype}")
+            raise TypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype} "
+                            "(pass float64 arrays)")
     rng = np.random.default_rng(seed)
     _set_dropout_frozen(module, True)
     try:
@@ -129,12 +147,14 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
         if len(input_grads) != len(float_inputs):
             raise ValueError(f"backward returned {len(input_grads)} gradients for "
                              f"{len(float_inputs)} floating-point inputs")
+        names = _input_names(module, inputs)
         targets = {}
-        for pos, (x, g) in enumerate(zip(float_inputs, input_grads)):
+        for name, x, g in zip(names, float_inputs, input_grads):
             if id(x) in targets:
+                targets[id(x)][0] += "=" + name[len("input "):]      # e.g. "input k=v"
                 targets[id(x)][2] = targets[id(x)][2] + to_numpy(g)
             else:
-                targets[id(x)] = [f"input {pos}", x, np.array(to_numpy(g), dtype=np.float64)]
+                targets[id(x)] = [name, x, np.array(to_numpy(g), dtype=np.float64)]
         targets = list(targets.values())
         targets += [[name, p, np.array(to_numpy(g), dtype=np.float64)] for name, p, g in params]
 

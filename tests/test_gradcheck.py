@@ -49,7 +49,7 @@ def test_correct_layer_passes_with_table(float64, rng):
     assert report.passed and report.max_rel_error < 1e-7
     text = str(report)
     assert "Linear" in text and "max rel err" in text
-    for row in ("input 0", "weight", "bias"):
+    for row in ("input x", "weight", "bias"):
         assert row in text
     assert "FAIL" not in text
     assert [r.checked for r in report.rows] == [24, 16, 4]
@@ -59,7 +59,7 @@ def test_catches_forgotten_bias_gradient(float64, rng):
     report = gradcheck(make_linear(ForgetsBias, rng), rng.normal(size=(2, 3, 4)))
     assert not report.passed
     rows = {r.name: r for r in report.rows}
-    assert rows["input 0"].passed and rows["weight"].passed and not rows["bias"].passed
+    assert rows["input x"].passed and rows["weight"].passed and not rows["bias"].passed
     assert "FAIL" in str(report)
     with pytest.raises(AssertionError, match=r"(?s)gradient check failed.*bias.*FAIL"):
         assert_gradients_close(make_linear(ForgetsBias, rng), rng.normal(size=(2, 3, 4)))
@@ -68,8 +68,8 @@ def test_catches_forgotten_bias_gradient(float64, rng):
 def test_catches_wrong_transpose(float64, rng):
     report = gradcheck(make_linear(NoTranspose, rng), rng.normal(size=(2, 3, 4)))
     rows = {r.name: r for r in report.rows}
-    assert not rows["input 0"].passed and rows["weight"].passed
-    assert rows["input 0"].max_rel_error > 1e-3
+    assert not rows["input x"].passed and rows["weight"].passed
+    assert rows["input x"].max_rel_error > 1e-3
 
 
 def test_max_coords_samples(float64, rng):
@@ -82,7 +82,7 @@ def test_max_coords_samples(float64, rng):
 def test_input_passed_twice_gets_summed_gradient(float64, rng):
     x = rng.normal(size=(2, 3))
     report = assert_gradients_close(Product(), x, x)
-    assert [r.name for r in report.rows] == ["input 0"]
+    assert [r.name for r in report.rows] == ["input a=b"]
 
 
 def test_dropout_frozen_during_check_only(float64, rng):
