@@ -3,7 +3,7 @@
 Attention is checked with eps = 1e-3 rather than 1e-4: it stacks enough
 float64 rounding that 1e-4 leaves ~3e-11 of noise on coordinates whose true
 gradient is 0 (w_k.bias: softmax ignores a constant added to a row); at 1e-3 a
-correct backward still agrees to about 1e-10 (pass at 1e-7). Latent attention
+correct backward still agrees to about 1e-9 (pass at 1e-7). Latent attention
 has more curvature (a rank-3 bottleneck), so it uses eps = 3e-4, where a correct
 answer reaches ~3e-9 and the truncation error stays ~1e-9. Whole stacks are
 checked on a random subset of coordinates with eps = 3e-4 and reach ~1e-8.

@@ -7,7 +7,9 @@ The copy holds numpy_transformer/ (without the grader's mistake catalogue),
 notebooks/ when this package sits in a source checkout, a README for students
 and assignment.json, which lists the parts and tells `grade` that DIR is a
 student copy. Every file keeps its place, its imports and its docstrings;
-only the lines between the markers of the chosen parts change.
+only the lines between the markers of the chosen parts change. In the
+notebooks, the lessons' exercise regions (markers without a part name) are
+always stubbed, and named ones when their part is chosen.
 """
 
 import json
@@ -64,7 +66,7 @@ def _stub_notebook(path, parts):
     path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _readme(parts, regions, solutions):
+def _readme(parts, regions, solutions, notebooks):
     lines = ["# Backward-pass assignment", "",
              "Each part below is a backward pass (or an optimizer step) whose body has been",
              "replaced by `raise NotImplementedError(...)`, between the lines",
@@ -82,6 +84,9 @@ def _readme(parts, regions, solutions):
               "off by 1e-2 or more. It also tests what finite differences cannot see:",
               "gradients must be ADDED into `grads` (+=, never =), repeated token ids and tied",
               "weights must receive every contribution, fully masked rows must stay finite."]
+    if notebooks:
+        lines += ["", "The lessons in notebooks/ have exercises stubbed the same way; each check",
+                  "after an exercise states the error a correct answer reaches."]
     if solutions:
         lines += ["", "(This is a solution copy: the reference code is still in place.)"]
     return "\n".join(lines) + "\n"
@@ -117,7 +122,8 @@ def make(out, parts=None, solutions=False):
         if not solutions:
             for book in sorted((out / "notebooks").rglob("*.ipynb")):
                 _stub_notebook(book, parts)
-    (out / "README.md").write_text(_readme(parts, regions, solutions), encoding="utf-8")
+    readme = _readme(parts, regions, solutions, notebooks.is_dir())
+    (out / "README.md").write_text(readme, encoding="utf-8")
     manifest = {"format": 1, "parts": parts, "stubbed": stubbed,
                 "max_points": {p: max_points(p) for p in parts}}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -125,7 +131,8 @@ def make(out, parts=None, solutions=False):
 
 
 def reveal(directory, parts):
-    """Put the reference solution of `parts` back into a student copy (e.g. after a deadline)."""
+    """Put the reference solution of `parts` back into a student copy (e.g. after a deadline),
+    replacing whatever is between those parts' markers."""
     parts, root = validate_parts(parts), Path(directory)
     manifest = read_manifest(root)
     reference = package_regions()

@@ -51,7 +51,7 @@ class Check:
     part: str
     name: str
     points: int
-    expect: str      # what a correct answer reaches, e.g. "max rel err ~1e-10 (pass <= 1e-7)"
+    expect: str      # what a correct answer reaches, e.g. "max rel err ~1e-9 (pass <= 1e-7)"
     run: object      # function(pkg) -> max relative error or None
 
 

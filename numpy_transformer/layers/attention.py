@@ -150,6 +150,8 @@ class MultiHeadAttentionBase(Module):
         return self.w_o.forward(merge_heads(out))   # (B, Tq, D)
 
     def backward(self, dout):
+        # BEGIN SOLUTION multihead_attention
+        # HINT: w_o backward, split heads, attention backward, merge heads, then project_backward
         qh, kh, vh = self.cache
         # y = merge_heads(O) W_o + b_o
         dheads = split_heads(self.w_o.backward(dout), self.num_heads)        # (B, H, Tq, Dh)
@@ -158,6 +160,7 @@ class MultiHeadAttentionBase(Module):
             dheads, qh, kh, vh, self.attn_weights, self.dropout)             # (B, H, T, Dh)
         # Qh, Kh, Vh = split_heads(project(q, k, v))
         return self.project_backward(merge_heads(dqh), merge_heads(dkh), merge_heads(dvh))
+        # END SOLUTION
 
     # Incremental decoding (inference only: nothing kept for a backward).
 
@@ -223,7 +226,10 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         return self.w_q.forward(q), self.w_k.forward(k), self.w_v.forward(v)
 
     def project_backward(self, dQ, dK, dV):
+        # BEGIN SOLUTION multihead_attention
+        # HINT: each of Q, K, V came from its own Linear: (dq, dk, dv) through their backward
         return self.w_q.backward(dQ), self.w_k.backward(dK), self.w_v.backward(dV)
+        # END SOLUTION
 
     # A KV cache keeps the projected keys and values: 2 D numbers per position.
     def cache_entries(self, k, v):

@@ -78,10 +78,13 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
                 self.w_v_decompress.forward(c))                             # (B, Tk, D)
 
     def project_backward(self, dQ, dK, dV):
+        # BEGIN SOLUTION mla
+        # HINT: c fed both K and V, so its gradient is a sum; v is k: dv is zeros, dk holds it all
         dc = self.w_k_decompress.backward(dK)                               # (B, Tk, L)
         dc += self.w_v_decompress.backward(dV)                              # c fed K and V
         dk = self.w_kv_compress.backward(dc)                                # (B, Tk, D)
         return self.w_q.backward(dQ), dk, xp.zeros_like(dk)                 # v is k: no dv
+        # END SOLUTION
 
     # A KV cache keeps only the latent c: L numbers per position instead of 2 D.
     # Each step decompresses K and V from it again (compute traded for memory).

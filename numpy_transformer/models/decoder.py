@@ -38,6 +38,8 @@ class DecoderBlock(Module):
 
     def backward(self, dout):
         """Returns (dx (B, T, D), dmemory (B, S, D))."""
+        # BEGIN SOLUTION decoder_stack
+        # HINT: the sublayers in reverse; memory was cross-attention's k and v: dmemory = dk + dv
         d = self.sublayers[2].backward(dout, self.feed_forward.backward)
 
         def cross_attention_backward(dy):
@@ -49,6 +51,7 @@ class DecoderBlock(Module):
         d = self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
         dmemory, self.dmemory = self.dmemory, None
         return d, dmemory
+        # END SOLUTION
 
     def forward_incremental(self, x, memory, src_mask, layer_cache, tgt_mask=None):
         """Inference on new target positions only, with this block's KV cache.
@@ -90,6 +93,8 @@ class Decoder(Module):
 
     def backward(self, dout):
         """Returns (dx (B, T, D), dmemory (B, S, D)) with dmemory summed over the blocks."""
+        # BEGIN SOLUTION decoder_stack
+        # HINT: final LayerNorm (pre-norm), blocks in reverse; every block read memory: add them up
         if self.norm is not None:
             dout = self.norm.backward(dout)
         dmemory = None
@@ -97,6 +102,7 @@ class Decoder(Module):
             dout, dmem = layer.backward(dout)
             dmemory = dmem if dmemory is None else dmemory + dmem
         return dout, dmemory
+        # END SOLUTION
 
     def forward_incremental(self, x, memory, src_mask, cache, tgt_mask=None):
         """Inference on new positions only: x (B, T_new, D) -> (B, T_new, D).

@@ -34,8 +34,11 @@ class EncoderBlock(Module):
         return self.sublayers[1].forward(x, ff.forward)                          # (B, S, D)
 
     def backward(self, dout):
+        # BEGIN SOLUTION encoder_stack
+        # HINT: the sublayers in reverse order; self-attention read h as q, k and v (see blocks.py)
         d = self.sublayers[1].backward(dout, self.feed_forward.backward)         # (B, S, D)
         return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
+        # END SOLUTION
 
     def forward_incremental(self, x, layer_cache, mask=None):
         """Inference on new positions only (decoder-only models such as GPT, causal).
@@ -68,8 +71,11 @@ class Encoder(Module):
         return self.norm.forward(x) if self.norm is not None else x
 
     def backward(self, dout):
+        # BEGIN SOLUTION encoder_stack
+        # HINT: the final LayerNorm first (pre-norm stacks have one), then the blocks in reverse
         if self.norm is not None:
             dout = self.norm.backward(dout)
         for layer in reversed(self.layers):
             dout = layer.backward(dout)                                          # (B, S, D)
         return dout
+        # END SOLUTION

@@ -1,0 +1,203 @@
+"""Assignments: markers, student copies, the grader, and the mistake catalogue it must catch.
+
+Grading runs the checks in a child process that imports the copy under test, one
+process per grade; copies are made once per module and copied again where a test
+needs to change them.
+"""
+
+import argparse
+import json
+import shutil
+
+import pytest
+
+from numpy_transformer.assignment import PARTS, grade, grade_assignment, make, reveal
+from numpy_transformer.assignment.cli import add_subcommand
+from numpy_transformer.assignment.make import PACKAGE, package_regions, read_manifest
+from numpy_transformer.assignment.markers import (MarkerError, parse_regions,
+                                                  regions_in_source, stub_lines)
+from numpy_transformer.assignment.mistakes import MISTAKES
+from numpy_transformer.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
+
+
+@pytest.fixture(scope="module")
+def solution_copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("solution") / "copy"
+    make(out, solutions=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def student_copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student") / "copy"
+    make(out)
+    return out
+
+
+def fresh(copy, tmp_path):
+    """A private copy of a module-level copy, for a test that changes files."""
+    return shutil.copytree(copy, tmp_path / "copy")
+
+
+# Markers.
+
+def test_every_part_has_well_formed_regions_inside_functions():
+    regions = package_regions()                  # raises MarkerError on any malformed region
+    assert {r.part for r in regions} == set(ALL_PARTS)
+    for r in regions:
+        assert r.qualname and r.hint, r.where
+    assert all(max_points(part) == 10 and len(CHECKS[part]) >= 2 for part in ALL_PARTS)
+
+
+@pytest.mark.parametrize("source, fragment", [
+    ("# BEGIN SOLUTION linear\nx = 1\n", "without an END"),
+    ("x = 1\n# END SOLUTION\n", "without a BEGIN"),
+    ("# BEGIN SOLUTION a\n# BEGIN SOLUTION b\nx = 1\n# END SOLUTION\n", "do not nest"),
+    ("# BEGIN SOLUTION a\nx = 1\n# END SOLUTION b\n", "closes"),
+    ("def f():\n    # BEGIN SOLUTION a\n    x = 1\n# END SOLUTION\n", "not indented like"),
+    ("# BEGIN SOLUTION a\n# just a comment\n# END SOLUTION\n", "no code"),
+    ("x = 1  # BEGIN SOLUTION a\n", "line of its own"),
+])
+def test_malformed_markers_are_rejected(source, fragment):
+    with pytest.raises(MarkerError, match=fragment):
+        parse_regions(source.splitlines())
+
+
+def test_stub_keeps_signature_docstring_and_markers():
+    source = ('def f(x):\n    """Doc."""\n    # BEGIN SOLUTION linear\n    # HINT: double it\n'
+              '    return 2 * x\n    # END SOLUTION\n')
+    stub = "\n".join(stub_lines(source.split("\n"), regions_in_source(source)))
+    assert stub == ('def f(x):\n    """Doc."""\n    # BEGIN SOLUTION linear\n'
+                    "    raise NotImplementedError('f: double it')\n    # END SOLUTION\n")
+
+
+# Making copies.
+
+def test_student_copy_holds_stubs_readme_and_no_catalogue(student_copy):
+    package = student_copy / "numpy_transformer"
+    linear = (package / "layers" / "linear.py").read_text()
+    assert "def backward(self, dy):" in linear and "x2.T @ dy2" not in linear
+    assert "raise NotImplementedError('Linear.backward: ADD x^T dy" in linear
+    assert not (package / "assignment" / "mistakes.py").exists()
+    assert "| linear | 10 |" in (student_copy / "README.md").read_text()
+    assert read_manifest(student_copy)["stubbed"] == list(PARTS)
+    for book in (student_copy / "notebooks").glob("*.ipynb"):
+        for cell in json.loads(book.read_text())["cells"]:
+            lines = "".join(cell["source"]).split("\n")
+            for r in regions_in_source("\n".join(lines)) if cell["cell_type"] == "code" else []:
+                assert r.end == r.begin + 2, (book.name, lines[r.begin:r.end])
+                assert lines[r.begin + 1].strip().startswith("raise NotImplementedError(")
+
+
+def test_bad_arguments_give_clear_errors(tmp_path, student_copy):
+    with pytest.raises(ValueError, match="unknown part 'lin'; valid parts: linear, layernorm"):
+        make(tmp_path / "a", parts=["lin"])
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    with pytest.raises(ValueError, match="not an empty folder"):
+        make(tmp_path / "full")
+    with pytest.raises(ValueError, match="is not a student copy"):
+        grade(tmp_path / "full")
+    with pytest.raises(ValueError, match="unknown part 'adamw'"):
+        grade(student_copy, parts=["adamw"])
+
+
+# Grading.
+
+def test_reference_solution_gets_full_marks(solution_copy, tmp_path):
+    report_file = tmp_path / "grades.json"
+    lines = []
+    assert grade_assignment(solution_copy, json_out=report_file, out=lines.append) == 0
+    report = json.loads(report_file.read_text())
+    assert report["points"] == report["max_points"] == 10 * len(PARTS)
+    for part in report["parts"]:
+        assert part["max_rel_error"] < 1e-7, part
+    assert "total                   120  120" in lines[0]
+
+
+def test_fresh_student_copy_imports_and_scores_zero_everywhere(student_copy):
+    report = grade(student_copy)
+    for result in report.parts:
+        assert result.points == 0, result
+        assert result.message.startswith("not implemented: "), result
+
+
+@pytest.mark.parametrize("part", ["linear", "mla"])
+def test_filling_in_one_part_scores_exactly_that_part(student_copy, tmp_path, part):
+    copy = fresh(student_copy, tmp_path)
+    reveal(copy, [part])
+    scores = {r.part: r.points for r in grade(copy).parts}
+    assert scores == {p: (10 if p == part else 0) for p in PARTS}
+
+
+def test_a_mistake_costs_points_only_in_its_own_part(solution_copy, tmp_path):
+    """Every other part runs with the reference in place of the part under test, so a
+    broken Linear (which everything uses) costs points in `linear` only."""
+    copy = fresh(solution_copy, tmp_path)
+    next(m for m in MISTAKES if m.name == "linear_overwrites").apply(copy)
+    scores = {r.part: r.points for r in grade(copy).parts}
+    assert scores["linear"] < 10
+    assert all(scores[p] == 10 for p in PARTS if p != "linear"), scores
+
+
+def test_crash_and_time_out_cost_only_their_part(solution_copy, tmp_path):
+    copy = fresh(solution_copy, tmp_path)
+    for path, old, new in [
+        ("layers/linear.py", "        x, W = self.cache, self.params[\"weight\"]\n        x2",
+         "        import os\n        os._exit(3)\n        x2"),
+        ("layers/normalization.py", "        xhat, r = self.cache\n",
+         "        while True:\n            pass\n")]:
+        file = copy / "numpy_transformer" / path
+        file.write_text(file.read_text().replace(old, new, 1))
+    report = grade(copy, parts=["linear", "layernorm", "softmax"], timeout=2).by_part()
+    assert report["linear"].points == 0 and "exited with status 3" in report["linear"].message
+    assert report["layernorm"].points == 0 and "timed out" in report["layernorm"].message
+    assert report["softmax"].points == 10
+
+
+def test_command_line(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_subcommand(parser.add_subparsers(dest="command"))
+    out = tmp_path / "copy"
+    args = parser.parse_args(["assignment", "make", "--out", str(out), "--parts", "adam"])
+    assert args.run(args) == 0
+    assert read_manifest(out)["parts"] == ["adam"]
+    args = parser.parse_args(["assignment", "grade", str(out), "--json", str(tmp_path / "g.json")])
+    assert args.run(args) == 1                    # the stubbed part scores 0
+    assert json.loads((tmp_path / "g.json").read_text())["parts"][0]["part"] == "adam"
+    args = parser.parse_args(["assignment", "make", "--out", str(tmp_path / "x"), "--parts", "no"])
+    assert args.run(args) == 2
+    assert "valid parts: linear" in capsys.readouterr().err
+
+
+# The mistake catalogue: each mistake must be caught, in its own part.
+
+def test_catalogue_covers_the_required_mistakes():
+    assert len(MISTAKES) >= 12 and len({m.name for m in MISTAKES}) == len(MISTAKES)
+    assert {m.part for m in MISTAKES} == set(ALL_PARTS)
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
+def test_mistake_lies_inside_a_region_of_its_part(mistake):
+    regions = [r for r in package_regions() if r.path == mistake.path]
+    text = (PACKAGE / mistake.path).read_text()
+    assert text.count(mistake.old) == 1
+    first = text[:text.index(mistake.old)].count("\n")
+    last = first + mistake.old.rstrip("\n").count("\n")
+    assert any(r.part == mistake.part and r.begin < first and last < r.end for r in regions)
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
+def test_mistake_fails_its_part(mistake, solution_copy, tmp_path):
+    copy = fresh(solution_copy, tmp_path)
+    mistake.apply(copy)
+    [result] = grade(copy, parts=[mistake.part]).parts
+    assert result.points < result.max_points, f"{mistake.description}: not caught"
+    assert not result.message.startswith(("crashed", "timed out", "not implemented")), result
+
+
+def test_checks_pass_in_process_on_the_reference():
+    """The same checks without a child process (the installed package is the reference)."""
+    for part in ("linear", "softmax", "cross_entropy", "adam"):
+        result = run_part(part)
+        assert result.points == result.max_points, result
