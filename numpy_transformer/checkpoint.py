@@ -98,6 +98,9 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
             np.savez(f, **{_HEADER: header_bytes, _HEADER_DIGEST: digest}, **arrays)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)                         # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -110,6 +113,10 @@ def read_checkpoint_arrays(path):
     """(header dict, {name: array}) after checking the format and every checksum."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":                    # every .npz is a zip archive
+            raise ValueError(f"{path} is not a numpy_transformer checkpoint "
+                             "(not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}

@@ -110,6 +110,8 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     add_common(p)
     p.set_defaults(run=_gradcheck)
+    from .assignment.cli import add_subcommand
+    add_subcommand(commands)
     return parser
 
 

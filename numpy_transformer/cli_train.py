@@ -207,9 +207,9 @@ def run_train(args):
                       metadata={"kind": "seq2seq", "task": s.get("task"), "settings": s})
     if resume:
         trainer.resume(resume)
+    resuming = f" (resuming at step {trainer.step})" if resume else ""
     print(f"training a Transformer ({model.num_parameters():,} parameters) on "
-          f"{data.name} for {s['steps']} steps (from step {trainer.step}); "
-          f"held-out set: {len(data.val)} examples")
+          f"{data.name} for {s['steps']} steps{resuming}; held-out set: {len(data.val)} examples")
     result = trainer.fit()
     if result.interrupted:
         return 130

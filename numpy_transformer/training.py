@@ -81,7 +81,7 @@ class Trainer:
         self.step, self.best, self.last_eval = 0, None, None
         self.history = History()
         self.last_checkpoint = None          # (path, step)
-        self._stop, self._updating, self._bar, self._speed = False, False, None, None
+        self._stop, self._updating, self._bar, self._smooth = False, False, None, None
         if out is not None:
             self._save_tokenizers()
 
@@ -169,10 +169,12 @@ class Trainer:
     def _after_step(self, loss, lr, tokens_per_s):
         c, step = self.config, self.step
         self.history.log_step(step, loss, lr, tokens_per_s)
-        self._speed = tokens_per_s if self._speed is None else 0.9 * self._speed + 0.1 * tokens_per_s
-        if self._bar is not None:
+        if self._bar is not None:           # running means: a steadier display
+            self._smooth = [tokens_per_s, loss] if self._smooth is None else \
+                [0.9 * old + 0.1 * new for old, new in zip(self._smooth, (tokens_per_s, loss))]
+            speed, mean_loss = self._smooth
             self._bar.update(1)
-            self._bar.set_postfix_str(f"loss {loss:.3f} lr {lr:.2e} {self._speed:,.0f} tok/s",
+            self._bar.set_postfix_str(f"loss {mean_loss:.3f} lr {lr:.2e} {speed:,.0f} tok/s",
                                       refresh=False)
         if c.eval_every and step % c.eval_every == 0:
             self.evaluate()
