@@ -238,12 +238,22 @@ def report_seq2seq(result, data, s, seconds, model):
 
 
 def show_examples(data, predictions, count=5):
+    """A few held-out examples: short ones as a table, long ones (sentences) as blocks."""
     rows = [(data.src_tok.decode(s), data.tgt_tok.decode(t), data.tgt_tok.decode(p))
             for (s, t), p in zip(data.val[:count], predictions[:count])]
-    width = min(40, max(len(text) for row in rows for text in row[:2]) + 3)
-    print(f"  {'source':{width}s}{'target':{width}s}prediction")
+    if not rows:
+        return
+    longest = max(len(text) for row in rows for text in row)
+    if longest <= 30:
+        width = longest + 3
+        print(f"  {'source':{width}s}{'target':{width}s}prediction")
+        for src, tgt, pred in rows:
+            print(f"  {src:{width}s}{tgt:{width}s}{pred:{width}s}"
+                  f"{'ok' if pred == tgt else 'WRONG'}")
+        return
     for src, tgt, pred in rows:
-        print(f"  {src:{width}s}{tgt:{width}s}{pred}   {'ok' if pred == tgt else 'WRONG'}")
+        print(f"  source:     {src}\n  target:     {tgt}\n"
+              f"  prediction: {pred}   ({'exact' if pred == tgt else 'differs'})\n")
 
 
 def figures(args, s, trainer, data):
