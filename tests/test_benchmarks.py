@@ -8,12 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from benchmarks.flops import Matmul, count_step_flops, forward_matmuls, time_matmuls
-from benchmarks.harness import Setup
-from numpy_transformer.backend import get_default_dtype, set_default_dtype
-from numpy_transformer.models import TransformerConfig
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)        # benchmarks/ is not installed with the package
+
+from benchmarks.flops import Matmul, count_step_flops, forward_matmuls, time_matmuls  # noqa: E402
+from benchmarks.harness import Setup  # noqa: E402
+from numpy_transformer.backend import get_default_dtype, set_default_dtype  # noqa: E402
+from numpy_transformer.models import TransformerConfig  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -127,3 +128,12 @@ def test_decode_benchmark_cache_agrees():
         r = bench(Setup("tiny", attention=kind), steps=3, repeats=1)
         assert r["same_tokens"] and r["generated"] == 3
         assert r["cache_bytes_live"] == r["cache_bytes_formula"]
+
+
+def test_what_if_patch_keeps_the_numbers():
+    from benchmarks.what_if import PATCHES, same_numbers
+    from numpy_transformer.layers.linear import Linear
+    before = Linear.forward
+    for name in PATCHES:
+        assert same_numbers(Setup("tiny"), name) < 1e-6
+    assert Linear.forward is before                # the library is back as it was
