@@ -1,5 +1,6 @@
 """Helpers shared by the encoder, decoder and GPT blocks."""
 
+from ..checks import check_choice, check_positive_int, check_probability
 from ..layers.attention import MultiHeadAttention
 from ..layers.latent_attention import MultiHeadLatentAttention
 
@@ -29,3 +30,16 @@ def cached_self_attention(attn, layer_cache, mask=None):
         layer_cache["self"] = attn.extend_cache(layer_cache.get("self"), h, h)
         return attn.forward_cached(h, layer_cache["self"], mask)                 # (B, T_new, D)
     return sublayer
+
+
+def validate_config(config, positive_ints):
+    """The checks every model configuration shares (called from `__post_init__`)."""
+    for name in positive_ints:
+        check_positive_int(getattr(config, name), name)
+    if config.d_model % config.num_heads:
+        raise ValueError(f"d_model={config.d_model} is not divisible by "
+                         f"num_heads={config.num_heads}")
+    check_probability(config.dropout, "dropout")
+    check_choice(config.attention, "attention", ("mha", "mla"))
+    if config.latent_dim is not None:
+        check_positive_int(config.latent_dim, "latent_dim")

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..checks import check_choice, check_ids, check_positive_int, check_probability, message
+from ..checks import check_ids, message
 from ..kv_cache import append_positions, incremental_causal_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -24,6 +24,7 @@ from ..layers.normalization import LayerNorm
 from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from ..module import Module
+from .blocks import validate_config
 from .encoder import EncoderBlock
 from .transformer import xavier_uniform_
 
@@ -45,15 +46,8 @@ class GPTConfig:
     seed: int = 0                    # seed of the generator that draws the initial weights
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers", "max_len"):
-            check_positive_int(getattr(self, name), name)
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by "
-                             f"num_heads={self.num_heads}")
-        check_probability(self.dropout, "dropout")
-        check_choice(self.attention, "attention", ("mha", "mla"))
-        if self.latent_dim is not None:
-            check_positive_int(self.latent_dim, "latent_dim")
+        validate_config(self, ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers",
+                               "max_len"))
 
     def to_dict(self):
         return asdict(self)

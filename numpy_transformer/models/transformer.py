@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..backend import xp
-from ..checks import check_choice, check_ids, check_positive_int, check_probability, message
+from ..checks import check_ids, message
 from ..kv_cache import append_positions, incremental_causal_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -13,6 +13,7 @@ from ..layers.positional import PositionalEncoding
 from ..masks import make_decoder_mask, make_padding_mask
 from ..module import Module
 from .decoder import Decoder
+from .blocks import validate_config
 from .encoder import Encoder
 
 
@@ -35,16 +36,8 @@ class TransformerConfig:
     seed: int = 0                    # seed of the generator that draws the initial weights
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff",
-                     "num_encoder_layers", "num_decoder_layers", "max_len"):
-            check_positive_int(getattr(self, name), name)
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by "
-                             f"num_heads={self.num_heads}")
-        check_probability(self.dropout, "dropout")
-        check_choice(self.attention, "attention", ("mha", "mla"))
-        if self.latent_dim is not None:
-            check_positive_int(self.latent_dim, "latent_dim")
+        validate_config(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
+                               "d_ff", "num_encoder_layers", "num_decoder_layers", "max_len"))
 
     def to_dict(self):
         return asdict(self)
