@@ -6,6 +6,8 @@
     translate   run a trained encoder-decoder on some text
     generate    continue a prompt with a trained GPT
     gradcheck   check every layer's backward against finite differences
+    figures     write the key figures (positional encoding, masks, attention maps, ...)
+    assignment  make a student copy with backward passes to write, and grade it
 
 Every error a user can cause (a missing or empty file, an unknown task, a bad
 option value) ends with a one-line message on stderr and exit status 2, never
@@ -97,13 +99,14 @@ def _gradcheck(args):
 
 
 def build_parser():
-    from . import cli_lm, cli_train, cli_use
+    from . import cli_lm, cli_train, cli_use, figures
     parser = Parser(prog="python -m numpy_transformer",
                     description="A NumPy Transformer with hand-written backward passes.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     cli_train.add_parser(commands)
     cli_lm.add_parsers(commands)
     cli_use.add_parsers(commands)
+    figures.add_parser(commands)
     p = commands.add_parser("gradcheck", help="check every layer's backward against finite "
                             "differences (float64) and print a report")
     p.add_argument("--layers-only", action="store_true", help="skip the whole-model checks")
