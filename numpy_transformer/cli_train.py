@@ -198,9 +198,9 @@ def run_train(args):
     data = build_data(s)
     model = _model(s, data, resume)
     out = s.get("out") or os.path.join("runs", data.name)
+    # Held-out loss is the plain cross-entropy (no smoothing): exp(loss) is the perplexity.
     evaluate = partial(evaluate_seq2seq, pairs=data.val, tgt_tokenizer=data.tgt_tok,
-                       bleu=data.bleu, max_len=data.max_len,
-                       label_smoothing=s["label_smoothing"])
+                       bleu=data.bleu, max_len=data.max_len)
     trainer = Trainer(model, data.stream, train_config(s, args), evaluate=evaluate,
                       best_metric="bleu" if data.bleu else "exact_match", out=out,
                       tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
@@ -226,8 +226,7 @@ def report_seq2seq(result, data, s, seconds, model):
           f"{100 * m['token_accuracy']:.1f}%" + (f", BLEU {m['bleu']:.2f}" if data.bleu else ""))
     show_examples(data, m["predictions"])
     if data.test:
-        scores = evaluate_seq2seq(model, data.test, tgt_tokenizer=data.tgt_tok,
-                                  bleu=True, label_smoothing=s["label_smoothing"])
+        scores = evaluate_seq2seq(model, data.test, tgt_tokenizer=data.tgt_tok, bleu=True)
         scores.pop("predictions")
         print(f"test set ({len(data.test)} pairs): {format_metrics(scores)}")
     if result.checkpoint:

@@ -115,9 +115,8 @@ def run_evaluate(args):
               f"perplexity {scores['perplexity']:.2f}")
         return 0
     pairs, bleu, max_len = _evaluation_pairs(args, meta, toks)
-    smoothing = (meta.get("settings") or {}).get("label_smoothing") or 0.0   # as in training
     scores = evaluate_seq2seq(model, pairs, tgt_tokenizer=toks["tgt"], bleu=bleu,
-                              max_len=max_len, beam_size=args.beam, label_smoothing=smoothing)
+                              max_len=max_len, beam_size=args.beam)   # plain cross-entropy
     scores.pop("predictions")
     print(f"{len(pairs)} held-out examples: {format_metrics(scores)}")
     return 0

@@ -108,7 +108,8 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
                      label_smoothing=0.0, batch_size=256, beam_size=1):
     """Scores of `model` on encoded held-out pairs [(src_ids, tgt_ids)].
 
-    Returns {"loss", "exact_match", "token_accuracy"} (fractions in [0, 1]),
+    Returns {"loss", "exact_match", "token_accuracy"} (fractions in [0, 1]), and
+    "perplexity" = exp(loss) when the loss is the plain cross-entropy (label_smoothing 0),
     plus "bleu" (0-100, on the target tokenizer's symbols) when `bleu` is True,
     and "predictions" (the decoded id lists, in the order of `pairs`). Decoding is
     greedy, or beam search with beam_size > 1.
@@ -122,6 +123,8 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
                                    batch_size=batch_size),
               "exact_match": sequence_accuracy(preds, refs),
               "token_accuracy": token_accuracy(preds, refs)}
+    if label_smoothing == 0.0:
+        scores["perplexity"] = perplexity(scores["loss"])
     if bleu:
         symbols = tgt_tokenizer.symbols
         scores["bleu"] = corpus_bleu([[symbols[i] for i in p] for p in preds],
