@@ -49,13 +49,28 @@ class Setup:
     def tokens_per_step(self):
         return 2 * self.batch_size * self.length   # source + target tokens
 
+    def config_fields(self):
+        """The model's TransformerConfig fields, as a plain dict."""
+        D, H, F, ne, nd, _, T, V = self.sizes
+        return dict(src_vocab_size=V, tgt_vocab_size=V, d_model=D, num_heads=H, d_ff=F,
+                    num_encoder_layers=ne, num_decoder_layers=nd, dropout=0.0,
+                    max_len=max(64, 2 * T), norm_first=self.norm_first,
+                    attention=self.attention, latent_dim=None, tie_embeddings=False,
+                    pad_id=PAD, seed=0)
+
     def model_config(self):
         from numpy_transformer.models import TransformerConfig
-        D, H, F, ne, nd, _, T, V = self.sizes
-        return TransformerConfig(src_vocab_size=V, tgt_vocab_size=V, d_model=D, num_heads=H,
-                                 d_ff=F, num_encoder_layers=ne, num_decoder_layers=nd,
-                                 dropout=0.0, max_len=max(64, 2 * T), norm_first=self.norm_first,
-                                 attention=self.attention, pad_id=PAD, seed=0)
+        return TransformerConfig(**self.config_fields())
+
+    def torch_model_config(self):
+        """The same fields as a plain namespace, for the PyTorch reference.
+
+        The PyTorch worker must not import numpy_transformer: importing it raises the C
+        allocator's thresholds (`backend.keep_freed_memory`), which would speed PyTorch
+        up too. Each worker runs its own library and nothing else.
+        """
+        from types import SimpleNamespace
+        return SimpleNamespace(**self.config_fields())
 
     def label(self):
         norm = "pre-norm" if self.norm_first else "post-norm"
@@ -163,8 +178,8 @@ class TorchTrainer:
 
         from .torch_reference import TorchTransformer, make_adam
         self.torch = torch
-        self.model = TorchTransformer(setup.model_config(), state, getattr(torch, setup.dtype),
-                                      attention_impl)
+        self.model = TorchTransformer(setup.torch_model_config(), state,
+                                      getattr(torch, setup.dtype), attention_impl)
         self.optimizer = make_adam(self.model, **ADAM, **(adam_kwargs or {}))
         src, tgt_in, tgt_out = make_batch(setup)
         self.src, self.tgt_in, self.tgt_out = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))

@@ -28,7 +28,11 @@ class _ArrayModule:
     """Forwards `xp.anything` to the active array module (numpy or cupy)."""
 
     def __getattr__(self, name):
-        return getattr(_active, name)
+        # Called only for names not yet looked up: keep the answer as an instance
+        # attribute, so the next `xp.name` is a plain attribute read (set_backend clears).
+        value = getattr(_active, name)
+        setattr(self, name, value)
+        return value
 
     def __repr__(self):
         return f"<array module {_active.__name__!r} (numpy_transformer.backend.xp)>"
@@ -53,6 +57,7 @@ def set_backend(name):
         _active = cupy
     else:
         _active = numpy
+    vars(xp).clear()                          # forget what the old module answered
 
 
 def get_backend():
@@ -102,3 +107,21 @@ class default_dtype:
 _env = os.environ.get("NUMPY_TRANSFORMER_BACKEND", "").strip().lower()
 if _env:
     set_backend(_env)
+
+
+def keep_freed_memory():
+    """Make the C allocator keep freed memory for reuse instead of returning it at once.
+
+    A training step allocates and frees the same arrays every time. glibc's malloc
+    gives memory back to the OS eagerly (blocks above its mmap threshold, and the top
+    of the heap beyond its trim threshold, both 128 KiB at start), so every step
+    page-faults the same memory in again: thousands of faults, 5-15 % of a step for
+    the small models. glibc raises both thresholds (up to 32 and 64 MiB) after it sees
+    a block that large freed; allocating (untouched: no memory is used) and freeing
+    one 31 MiB array does it at once. It only changes when glibc returns memory; on
+    other C libraries it does nothing. Called once, when the package is imported.
+    """
+    numpy.empty(31 << 20, dtype=numpy.uint8)     # freed as soon as it is made
+
+
+keep_freed_memory()

@@ -45,7 +45,8 @@ MISTAKES = [
     Mistake("layernorm_missing_term", "layernorm",
             "LayerNorm: the xhat * mean(g * xhat) term of the input gradient is missing",
             "layers/normalization.py",
-            "        dx -= xhat * (g * xhat).mean(axis=-1, keepdims=True)\n", ""),
+            "        dx -= xp.multiply(xhat2, mean_g_xhat[:, None], out=dy_xhat)   # reuse the buffer\n",
+            ""),
     Mistake("softmax_elementwise", "softmax",
             "softmax backward uses the output elementwise, p (1 - p) dp, not the "
             "Jacobian-vector product", "layers/softmax.py",
@@ -90,15 +91,12 @@ MISTAKES = [
     Mistake("adam_no_bias_correction", "adam",
             "Adam without bias correction",
             "optim/adam.py",
-            "        s2 /= math.sqrt(1 - b2**t)\n        s2 += self.eps\n"
-            "        xp.divide(m, s2, out=s2)                      "
-            "# p -= lr / (1 - b1^t) * m / denom\n"
-            "        s2 *= self.lr / (1 - b1**t)\n",
-            "        s2 += self.eps\n        xp.divide(m, s2, out=s2)\n        s2 *= self.lr\n"),
+            "        c = math.sqrt(1 - b2**t)\n        step = self.lr * c / (1 - b1**t)\n",
+            "        c = 1.0\n        step = self.lr\n"),
     Mistake("adam_first_moment_only_corrected", "adam",
             "Adam: only the first moment is bias-corrected",
             "optim/adam.py",
-            "        s2 /= math.sqrt(1 - b2**t)\n", ""),
+            "        c = math.sqrt(1 - b2**t)\n", "        c = 1.0\n"),
     Mistake("attention_key_scale_forgotten", "attention",
             "attention: the 1/sqrt(d_k) scale is forgotten in the key gradient",
             "layers/attention.py",

@@ -7,22 +7,26 @@ from ..module import Module
 
 
 class ReLU(Module):
-    """y = max(x, 0).
+    """y = max(x, 0), computed as x * (x > 0).
 
     Backward: dx = dy where x > 0, else 0 (we take the derivative at 0 to be 0).
     Cache: the boolean mask x > 0.
+    inplace=True: forward overwrites x with y and backward overwrites dy with dx,
+    saving two arrays of x's size; only for a caller that owns both and needs
+    neither afterwards (FeedForward: its hidden layer).
     """
 
-    def __init__(self):
+    def __init__(self, inplace=False):
         super().__init__()
+        self.inplace = inplace
         self.cache = None
 
     def forward(self, x):
         self.cache = x > 0
-        return xp.maximum(x, 0)
+        return xp.multiply(x, self.cache, out=x if self.inplace else None)
 
     def backward(self, dy):
-        return dy * self.cache
+        return xp.multiply(dy, self.cache, out=dy if self.inplace else None)
 
 
 class GELU(Module):

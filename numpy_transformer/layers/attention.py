@@ -24,7 +24,7 @@ from ..checks import check_float_array, check_mask, check_positive_int, message
 from ..module import Module
 from .dropout import Dropout
 from .linear import Linear
-from .softmax import softmax, softmax_backward
+from .softmax import softmax
 
 
 def split_heads(x, H):
@@ -61,9 +61,14 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     """
     scores = q @ k.swapaxes(-1, -2)                 # (B, H, Tq, Tk)
     scores *= 1.0 / math.sqrt(q.shape[-1])          # a Python float: float32 stays float32
-    attn = softmax(scores, axis=-1, mask=mask)      # (B, H, Tq, Tk)
+    attn = softmax(scores, axis=-1, mask=mask, inplace=True)   # (B, H, Tq, Tk)
     dropped = attn if dropout is None else dropout.forward(attn)   # (B, H, Tq, Tk)
-    return dropped @ v, attn                        # (B, H, Tq, Dh), (B, H, Tq, Tk)
+    if dropped.ndim != 4 or dropped.shape[:2] != v.shape[:2]:
+        return dropped @ v, attn
+    # O is written in (B, Tq, H, Dh) memory order: merge_heads(O) is then a free reshape
+    B, H, Tq, _ = dropped.shape
+    out = xp.empty((B, Tq, H, v.shape[-1]), dtype=xp.result_type(dropped, v))   # (B, Tq, H, Dh)
+    return xp.matmul(dropped, v, out=out.transpose(0, 2, 1, 3)), attn    # (B, H, Tq, Dh)
 
 
 def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
@@ -83,8 +88,11 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
     # A' = dropout(A)
     if dropout is not None:
         dattn = dropout.backward(dattn)             # (B, H, Tq, Tk)
-    # A = softmax(S)
-    dscores = softmax_backward(dattn, attn)         # (B, H, Tq, Tk)
+    # A = softmax(S): softmax_backward, dA becoming dS in place (it is our own array),
+    # the row sums of dA * A as one einsum (no temporary)
+    dscores = dattn
+    dscores -= xp.einsum("...k,...k->...", dattn, attn)[..., None]
+    dscores *= attn                                 # (B, H, Tq, Tk)
     dscores *= scale
     # S = q k^T * scale
     dq = dscores @ k                                # (B, H, Tq, Dh)

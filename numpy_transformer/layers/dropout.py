@@ -32,7 +32,8 @@ class Dropout(Module):
         mask = self.cache
         if not (self.frozen and mask is not None and mask.shape == x.shape):
             keep = self.rng.random(x.shape, dtype="float32") >= self.p    # drawn on the CPU: one seed, one mask
-            mask = xp.asarray(keep, dtype=x.dtype) / x.dtype.type(1.0 - self.p)
+            mask = xp.asarray(keep, dtype=x.dtype)                         # 1.0 kept, 0.0 dropped
+            mask /= x.dtype.type(1.0 - self.p)
         self.cache = mask
         return x * mask
 

@@ -34,7 +34,9 @@ class FeedForward(Module):
         rng = rng if rng is not None else np.random.default_rng()
         self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation
         self.linear_1 = Linear(d_model, d_ff, rng=rng)
-        self.activation = ACTIVATIONS[activation]()
+        # ReLU may work in place: nothing else keeps linear_1's output (linear_1 keeps
+        # its input), and the hidden gradients are fresh arrays of linear_2's backward.
+        self.activation = ReLU(inplace=True) if activation == "relu" else GELU()
         self.dropout = Dropout(dropout, rng=rng)
         self.linear_2 = Linear(d_ff, d_model, rng=rng)
 

@@ -38,25 +38,39 @@ class LayerNorm(Module):
 
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
-        xhat = x - x.mean(axis=-1, keepdims=True)                 # (..., D), centred for now
-        var = (xhat * xhat).mean(axis=-1, keepdims=True)          # (..., 1)
-        r = 1.0 / xp.sqrt(var + self.eps)                         # (..., 1)
-        xhat *= r                                                 # (..., D), now normalized
-        self.cache = (xhat, r)
-        return xhat * self.params["gamma"] + self.params["beta"]  # (..., D)
+        D = self.d_model
+        x2 = x.reshape(-1, D)                                     # (N, D), N = all leading dims
+        # Row means as a matrix-vector product and the variance as row-wise dot products:
+        # NumPy's .mean over a short last axis is several times slower, and needs temporaries.
+        mu = x2 @ xp.full(D, 1.0 / D, dtype=x.dtype)              # (N,)
+        xhat = x2 - mu[:, None]                                   # (N, D), centred for now
+        var = xp.einsum("nd,nd->n", xhat, xhat) / D               # (N,)
+        r = (1.0 / xp.sqrt(var + self.eps))[:, None]              # (N, 1)
+        xhat *= r                                                 # (N, D), now normalized
+        self.cache = (xhat.reshape(x.shape), r.reshape(*x.shape[:-1], 1))
+        y = xhat * self.params["gamma"]                           # (N, D)
+        y += self.params["beta"]
+        return y.reshape(x.shape)                                 # (..., D)
 
     def backward(self, dy):
         # BEGIN SOLUTION layernorm
         # HINT: ADD the gamma, beta grads; dx = r (g - mean(g) - xhat mean(g xhat)), g = dy gamma
         xhat, r = self.cache
-        D = self.d_model
-        # y = gamma * xhat + beta
-        self.grads["gamma"] += (dy * xhat).reshape(-1, D).sum(axis=0)   # (D,)
-        self.grads["beta"] += dy.reshape(-1, D).sum(axis=0)             # (D,)
-        g = dy * self.params["gamma"]                             # (..., D)
-        # xhat = (x - mu) r, with mu and r themselves functions of x
-        dx = g - g.mean(axis=-1, keepdims=True)                   # (..., D)
-        dx -= xhat * (g * xhat).mean(axis=-1, keepdims=True)
-        dx *= r
-        return dx                                                 # (..., D)
+        D, gamma = self.d_model, self.params["gamma"]
+        dy2, xhat2 = dy.reshape(-1, D), xhat.reshape(-1, D)      # (N, D)
+        # y = gamma * xhat + beta. Sums over N as (1, ..., 1) @ matrix: faster than .sum(0)
+        ones = xp.ones(dy2.shape[0], dtype=dy.dtype)              # (N,)
+        dy_xhat = dy2 * xhat2                                     # (N, D)
+        self.grads["gamma"] += ones @ dy_xhat                     # (D,)
+        self.grads["beta"] += ones @ dy2                          # (D,)
+        # xhat = (x - mu) r, with mu and r themselves functions of x. With g = dy * gamma,
+        # the row means are matrix-vector products: mean(g) = dy @ gamma / D and
+        # mean(g * xhat) = (dy * xhat) @ gamma / D
+        mean_g = dy2 @ (gamma / D)                                # (N,)
+        mean_g_xhat = dy_xhat @ (gamma / D)                       # (N,)
+        dx = dy2 * gamma                                          # (N, D), g for now
+        dx -= mean_g[:, None]
+        dx -= xp.multiply(xhat2, mean_g_xhat[:, None], out=dy_xhat)   # reuse the buffer
+        dx *= r.reshape(-1, 1)
+        return dx.reshape(dy.shape)                               # (..., D)
         # END SOLUTION

@@ -72,11 +72,14 @@ class Adam(Optimizer):
         xp.multiply(g, g, out=s2)
         s2 *= 1 - b2
         v += s2
-        xp.sqrt(v, out=s2)                            # denom = sqrt(v) / sqrt(1 - b2^t) + eps
-        s2 /= math.sqrt(1 - b2**t)
-        s2 += self.eps
-        xp.divide(m, s2, out=s2)                      # p -= lr / (1 - b1^t) * m / denom
-        s2 *= self.lr / (1 - b1**t)
+        # Bias corrections folded into two scalars (one pass fewer), with c = sqrt(1 - b2^t):
+        # lr / (1 - b1^t) * m / (sqrt(v) / c + eps) = step * m / (sqrt(v) + eps c)
+        c = math.sqrt(1 - b2**t)
+        step = self.lr * c / (1 - b1**t)
+        xp.sqrt(v, out=s2)                            # denom = sqrt(v) + eps c
+        s2 += self.eps * c
+        xp.divide(m, s2, out=s2)                      # p -= step * m / denom
+        s2 *= step
         p -= s2
         # END SOLUTION
 

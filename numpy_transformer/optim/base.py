@@ -11,6 +11,11 @@ hold a reference keep seeing the live weights.
 Each update also needs a couple of temporaries the size of a parameter. Rather
 than allocating them on every step, we keep `num_scratch` flat buffers per dtype
 sized for the largest parameter, and hand out reshaped views of their front.
+
+What one step touches (each parameter, its gradient, its state and its scratch
+views) is listed once, at construction: arrays are updated in place and never
+replaced, so the list stays valid, and `step()` and `zero_grad()` need not walk
+the module tree again (for a small model that walk costs as much as the update).
 """
 
 import math
@@ -73,15 +78,18 @@ class Optimizer:
         self._configure(**hyperparameters)
         self.model = model
         self.step_count = 0
-        named = [(name, param) for name, param, _ in model.named_parameters()]
+        named = list(model.named_parameters())              # [(name, param, grad)]
         if not named:
             raise ValueError(message("model", "a Module with parameters", "no parameters"))
         self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
-                      for name, param in named}
+                      for name, param, _ in named}
         largest = {}
-        for _, param in named:
+        for _, param, _ in named:
             largest[param.dtype] = max(largest.get(param.dtype, 0), param.size)
         self._scratch = {dt: xp.empty((self.num_scratch, n), dtype=dt) for dt, n in largest.items()}
+        # (param, grad, state, scratch views) of every parameter, for step() and zero_grad()
+        self._slots = [(param, grad, self.state[name], self._scratch_views(param))
+                       for name, param, grad in named]
 
     def _scratch_views(self, param):
         """`num_scratch` temporaries shaped like `param` (views, no allocation)."""
@@ -89,16 +97,18 @@ class Optimizer:
         return [flat[i, :param.size].reshape(param.shape) for i in range(self.num_scratch)]
 
     def step(self):
-        """Apply one update to every parameter, in place, from the gradients in the model."""
+        """Apply one update to every parameter, in place, from the gradients in the model.
+
+        The parameters are those the model had when the optimizer was built.
+        """
         self.step_count += 1
-        for name, param, grad in self.model.named_parameters():
-            if name not in self.state:
-                raise KeyError(f"parameter {name!r} appeared after the optimizer was built")
-            self._update(param, grad, self.state[name], self._scratch_views(param))
+        for param, grad, state, scratch in self._slots:
+            self._update(param, grad, state, scratch)
 
     def zero_grad(self):
         """Zero the model's gradients (in place): call once per training step."""
-        self.model.zero_grad()
+        for _, grad, _, _ in self._slots:
+            grad.fill(0)
 
     # Saving and loading.
 
