@@ -16,13 +16,13 @@ Guarantees:
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from .backend import default_dtype, to_numpy
+from .files import atomic_write
 
 FORMAT = "numpy_transformer.checkpoint"
 VERSION = 1
@@ -89,23 +89,9 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
     except TypeError as err:
         raise TypeError(f"metadata must be JSON-serialisable: {err}") from err
     header_bytes = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            digest = np.frombuffer(hashlib.sha256(header_bytes).hexdigest().encode(), np.uint8)
-            np.savez(f, **{_HEADER: header_bytes, _HEADER_DIGEST: digest}, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                         # mkstemp makes it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    digest = np.frombuffer(hashlib.sha256(header_bytes).hexdigest().encode(), np.uint8)
+    with atomic_write(path, "wb", suffix=".npz") as f:
+        np.savez(f, **{_HEADER: header_bytes, _HEADER_DIGEST: digest}, **arrays)
     return path
 
 

@@ -12,10 +12,10 @@
 
 import json
 import math
-import os
-import tempfile
 
 import numpy as np
+
+from .files import atomic_write
 
 
 class History:
@@ -42,18 +42,8 @@ class History:
 
     def save(self, path):
         """Write history JSON atomically (a temporary file renamed over the old one)."""
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-        try:
-            os.chmod(tmp, 0o666 & ~_umask())         # mkstemp makes it private (0600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(_finite(self.to_dict()), f)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        with atomic_write(path, "w", suffix=".json") as f:
+            json.dump(_finite(self.to_dict()), f)
         return path
 
     @classmethod
@@ -65,12 +55,6 @@ class History:
             return cls(data["train"], data["eval"])
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
             raise ValueError(f"{path}: not a training history file ({err})") from None
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _finite(tree):
