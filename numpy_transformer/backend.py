@@ -18,6 +18,7 @@ were made on.
 import os
 
 import numpy
+from .errors import InputError, InputTypeError
 
 _BACKENDS = ("numpy", "cupy")
 _active = numpy
@@ -45,7 +46,7 @@ def set_backend(name):
     """Make `xp` NumPy (`"numpy"`) or CuPy (`"cupy"`) from now on."""
     global _active
     if name not in _BACKENDS:
-        raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
+        raise InputError(f"backend must be one of {_BACKENDS}, got {name!r}")
     if name == "cupy":
         try:
             import cupy
@@ -83,9 +84,9 @@ def set_default_dtype(dtype):
     try:
         dt = numpy.dtype(dtype)
     except TypeError as err:
-        raise TypeError(f"dtype must be a NumPy floating dtype or its name, got {dtype!r}") from err
+        raise InputTypeError(f"dtype must be a NumPy floating dtype or its name, got {dtype!r}") from err
     if dt.kind != "f":
-        raise TypeError(f"dtype must be a floating dtype (float16/32/64), got {dt.name}")
+        raise InputTypeError(f"dtype must be a floating dtype (float16/32/64), got {dt.name}")
     _default_dtype = dt
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from .backend import default_dtype, to_numpy
 from .files import atomic_write
+from .errors import InputError, InputTypeError
 
 FORMAT = "numpy_transformer.checkpoint"
 VERSION = 1
@@ -87,7 +88,7 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
     try:
         text = json.dumps(header, sort_keys=True)
     except TypeError as err:
-        raise TypeError(f"metadata must be JSON-serialisable: {err}") from err
+        raise InputTypeError(f"metadata must be JSON-serialisable: {err}") from err
     header_bytes = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     digest = np.frombuffer(hashlib.sha256(header_bytes).hexdigest().encode(), np.uint8)
     with atomic_write(path, "wb", suffix=".npz") as f:
@@ -101,35 +102,35 @@ def read_checkpoint_arrays(path):
         raise FileNotFoundError(f"checkpoint not found: {path}")
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":                    # every .npz is a zip archive
-            raise ValueError(f"{path} is not a numpy_transformer checkpoint "
+            raise InputError(f"{path} is not a numpy_transformer checkpoint "
                              "(not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except ValueError as err:
         if "allow_pickle" in str(err):
-            raise ValueError(f"checkpoint {path} holds a pickled object; refusing to load it "
+            raise InputError(f"checkpoint {path} holds a pickled object; refusing to load it "
                              "(checkpoints hold plain arrays only)") from err
-        raise ValueError(f"checkpoint {path} is corrupted or truncated: {err}") from err
+        raise InputError(f"checkpoint {path} is corrupted or truncated: {err}") from err
     except (zipfile.BadZipFile, OSError, EOFError, KeyError) as err:
-        raise ValueError(f"checkpoint {path} is corrupted or truncated: {err}") from err
+        raise InputError(f"checkpoint {path} is corrupted or truncated: {err}") from err
     if _HEADER not in arrays or _HEADER_DIGEST not in arrays:
-        raise ValueError(f"{path} is not a numpy_transformer checkpoint (no header)")
+        raise InputError(f"{path} is not a numpy_transformer checkpoint (no header)")
     header_bytes, digest = arrays.pop(_HEADER), arrays.pop(_HEADER_DIGEST)
     if hashlib.sha256(header_bytes.tobytes()).hexdigest().encode() != digest.tobytes():
-        raise ValueError(f"checkpoint {path} is corrupted: its header fails its checksum")
+        raise InputError(f"checkpoint {path} is corrupted: its header fails its checksum")
     try:
         header = json.loads(header_bytes.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"checkpoint {path} has a corrupted header: {err}") from err
+        raise InputError(f"checkpoint {path} has a corrupted header: {err}") from err
     if header.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a numpy_transformer checkpoint")
+        raise InputError(f"{path} is not a numpy_transformer checkpoint")
     checksums = header.get("checksums", {})
     if set(checksums) != set(arrays):
-        raise ValueError(f"checkpoint {path} is corrupted: its arrays do not match its header")
+        raise InputError(f"checkpoint {path} is corrupted: its arrays do not match its header")
     for name, array in arrays.items():
         if _digest(array) != checksums[name]:
-            raise ValueError(f"checkpoint {path} is corrupted: checksum mismatch in {name!r}")
+            raise InputError(f"checkpoint {path} is corrupted: checksum mismatch in {name!r}")
     return header, arrays
 
 
@@ -139,7 +140,7 @@ def load_checkpoint(path):
     classes = _model_classes()
     name = header.get("model_class")
     if name not in classes:
-        raise ValueError(f"checkpoint {path}: unknown model class {name!r}")
+        raise InputError(f"checkpoint {path}: unknown model class {name!r}")
     model_cls, config_cls = classes[name]
     state = {k[len("model/"):]: v for k, v in arrays.items() if k.startswith("model/")}
     dtype = next(iter(state.values())).dtype if state else np.float32

@@ -13,6 +13,7 @@ except `check_ids`, which reads the ids once to find their range.
 import numbers
 
 from .backend import xp
+from .errors import InputError, InputTypeError
 
 
 def message(name, expected, got):
@@ -23,32 +24,32 @@ def message(name, expected, got):
 def check_float_array(x, name, ndim=None, last_dim=None, last_dim_name=None):
     """x must be a floating array with `ndim` dims and last dimension `last_dim`."""
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
-        raise TypeError(message(name, "an array", type(x).__name__))
+        raise InputTypeError(message(name, "an array", type(x).__name__))
     if x.dtype.kind != "f":
-        raise TypeError(message(name, "a floating-point array", f"dtype {x.dtype}"))
+        raise InputTypeError(message(name, "a floating-point array", f"dtype {x.dtype}"))
     if ndim is not None and x.ndim != ndim:
-        raise ValueError(message(name, f"{ndim} dimensions", f"shape {tuple(x.shape)}"))
+        raise InputError(message(name, f"{ndim} dimensions", f"shape {tuple(x.shape)}"))
     if last_dim is not None and (x.ndim == 0 or x.shape[-1] != last_dim):
         what = f"last dimension {last_dim}" + (f" ({last_dim_name})" if last_dim_name else "")
-        raise ValueError(message(name, what, f"shape {tuple(x.shape)}"))
+        raise InputError(message(name, what, f"shape {tuple(x.shape)}"))
     if ndim is not None and ndim >= 2 and 0 in x.shape[:-1]:
-        raise ValueError(message(name, "a non-empty batch and sequence", f"shape {tuple(x.shape)}"))
+        raise InputError(message(name, "a non-empty batch and sequence", f"shape {tuple(x.shape)}"))
 
 
 def check_ids(ids, name, vocab_size, ndim=None):
     """ids must be an integer array with values in [0, vocab_size)."""
     if not hasattr(ids, "dtype"):
-        raise TypeError(message(name, "an integer array of token ids", type(ids).__name__))
+        raise InputTypeError(message(name, "an integer array of token ids", type(ids).__name__))
     if ids.dtype.kind not in "iu":
-        raise TypeError(message(name, "an integer array of token ids", f"dtype {ids.dtype}"))
+        raise InputTypeError(message(name, "an integer array of token ids", f"dtype {ids.dtype}"))
     if ndim is not None and ids.ndim != ndim:
-        raise ValueError(message(name, f"{ndim} dimensions", f"shape {tuple(ids.shape)}"))
+        raise InputError(message(name, f"{ndim} dimensions", f"shape {tuple(ids.shape)}"))
     if ids.size == 0:
-        raise ValueError(message(name, "at least one token id", f"shape {tuple(ids.shape)}"))
+        raise InputError(message(name, "at least one token id", f"shape {tuple(ids.shape)}"))
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= vocab_size:
         bad = low if low < 0 else high
-        raise ValueError(message(name, f"token ids in [0, {vocab_size})", f"id {bad}"))
+        raise InputError(message(name, f"token ids in [0, {vocab_size})", f"id {bad}"))
 
 
 def check_mask(mask, name, shape):
@@ -56,29 +57,29 @@ def check_mask(mask, name, shape):
     if mask is None:
         return
     if not hasattr(mask, "dtype"):
-        raise TypeError(message(name, "a boolean array", type(mask).__name__))
+        raise InputTypeError(message(name, "a boolean array", type(mask).__name__))
     if mask.dtype != xp.bool_:
-        raise TypeError(message(name, "a boolean array (True = may attend)", f"dtype {mask.dtype}"))
+        raise InputTypeError(message(name, "a boolean array (True = may attend)", f"dtype {mask.dtype}"))
     if mask.ndim != len(shape) or any(m not in (1, s) for m, s in zip(mask.shape, shape)):
-        raise ValueError(message(name, f"a shape broadcastable to {tuple(shape)}",
+        raise InputError(message(name, f"a shape broadcastable to {tuple(shape)}",
                                  f"shape {tuple(mask.shape)}"))
 
 
 def check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(message(name, "an integer", repr(value)))
+        raise InputTypeError(message(name, "an integer", repr(value)))
     if value <= 0:
-        raise ValueError(message(name, "a positive integer", value))
+        raise InputError(message(name, "a positive integer", value))
 
 
 def check_probability(value, name):
     """A dropout-like probability in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(message(name, "a number in [0, 1)", repr(value)))
+        raise InputTypeError(message(name, "a number in [0, 1)", repr(value)))
     if not 0.0 <= value < 1.0:
-        raise ValueError(message(name, "a number in [0, 1)", value))
+        raise InputError(message(name, "a number in [0, 1)", value))
 
 
 def check_choice(value, name, choices):
     if value not in choices:
-        raise ValueError(message(name, f"one of {tuple(choices)}", repr(value)))
+        raise InputError(message(name, f"one of {tuple(choices)}", repr(value)))

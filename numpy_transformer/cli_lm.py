@@ -17,6 +17,7 @@ from .checks import message
 from .cli import (add_common, add_model_options, add_training_options, nonnegative_int,
                   positive_float, positive_int)
 from .cli_train import RESUMABLE, _fmt, _raw, resolve_settings, train_config
+from .errors import InputError
 
 LM = dict(d_model=128, heads=4, d_ff=512, layers=4, dropout=0.1, norm_first=True,
           attention="mha", block_size=64, steps=2000, batch_size=32, lr=2e-3, warmup=100,
@@ -68,7 +69,7 @@ def lm_data(s):
     tok = CharTokenizer.from_texts([text])
     train_ids, val_ids = tok.encode(train_text), tok.encode(val_text)
     if len(val_ids) < s["block_size"] + 1:
-        raise ValueError(message(s["text"], f"a text whose last 10% holds at least "
+        raise InputError(message(s["text"], f"a text whose last 10% holds at least "
                                  f"{s['block_size'] + 1} characters (--block-size + 1)",
                                  f"{len(text)} characters in all"))
     return tok, TextStream(train_ids, s["batch_size"], s["block_size"], s["seed"]), val_ids
@@ -136,7 +137,7 @@ def generate_text(model, tok, prompt, max_new_tokens, *, temperature=1.0, top_k=
     from .decoding import sample
     ids = tok.encode(prompt)
     if not ids:
-        raise ValueError(message("--prompt", "at least one character", repr(prompt)))
+        raise InputError(message("--prompt", "at least one character", repr(prompt)))
     rng, max_len, out = np.random.default_rng(seed), model.config.max_len, list(ids)
     remaining = max_new_tokens
     while remaining > 0:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .checks import message
 from .cli import add_common, add_model_options, add_training_options, positive_int
+from .errors import InputError
 
 SEQ2SEQ = dict(d_model=64, heads=4, d_ff=256, layers=2, dropout=0.0, norm_first=True,
                attention="mha", steps=3000, batch_size=64, lr=3e-3, warmup=200,
@@ -80,7 +81,7 @@ def resolve_settings(args, defaults, specific, names=SETTINGS, quick=QUICK):
         from .checkpoint import load_checkpoint
         saved = load_checkpoint(args.resume).metadata.get("settings")
         if saved is None:
-            raise ValueError(message("--resume", "a checkpoint written by this command",
+            raise InputError(message("--resume", "a checkpoint written by this command",
                                      f"{args.resume} (it has no saved settings)"))
         ignored = sorted(k for k in explicit if k not in RESUMABLE and explicit[k] != saved.get(k))
         if ignored:
@@ -126,7 +127,7 @@ def _read_pairs(src, tgt, tsv, max_len, what):
     else:
         return None
     if not pairs:
-        raise ValueError(f"{what}: no sentence pairs left in {tsv or src} (every pair was "
+        raise InputError(f"{what}: no sentence pairs left in {tsv or src} (every pair was "
                          f"blank{' or longer than --max-len' if max_len else ''})")
     return pairs
 
@@ -140,7 +141,7 @@ def corpus_data(s):
     if val is None:                  # hold out the end of the training corpus
         n_val = min(len(train) // 10, s["eval_examples"])
         if n_val == 0:
-            raise ValueError(message("training data", "at least 10 sentence pairs (to hold "
+            raise InputError(message("training data", "at least 10 sentence pairs (to hold "
                                      "some out), or --val-src/--val-tgt", len(train)))
         train, val = train[:-n_val], train[-n_val:]
     opts = dict(lowercase=bool(s["lowercase"]), min_freq=s["min_freq"] or 1)
@@ -155,12 +156,12 @@ def corpus_data(s):
 def build_data(s):
     corpus = [k for k in ("src", "tgt", "tsv") if s.get(k)]
     if s.get("task") and corpus:
-        raise ValueError("give either --task or a corpus (--src/--tgt or --tsv), not both")
+        raise InputError("give either --task or a corpus (--src/--tgt or --tsv), not both")
     if corpus:
         if s.get("tsv") and (s.get("src") or s.get("tgt")):
-            raise ValueError("give either --tsv or --src/--tgt, not both")
+            raise InputError("give either --tsv or --src/--tgt, not both")
         if not s.get("tsv") and not (s.get("src") and s.get("tgt")):
-            raise ValueError("a parallel corpus needs both --src and --tgt")
+            raise InputError("a parallel corpus needs both --src and --tgt")
         return corpus_data(s)
     return task_data(s)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from .checks import message
 from .cli import add_common, nonnegative_int, positive_int
+from .errors import InputError
 
 KINDS = {"seq2seq": "an encoder-decoder checkpoint written by `train`",
          "lm": "a language-model checkpoint written by `train-lm`"}
@@ -55,7 +56,7 @@ def load_run(path, kind=None):
     meta = {**meta, "kind": found}
     kind = kind or found
     if found != kind:
-        raise ValueError(message("--checkpoint", KINDS[kind], f"{path}, {KINDS[found]}"))
+        raise InputError(message("--checkpoint", KINDS[kind], f"{path}, {KINDS[found]}"))
     tokenizers = {name: Tokenizer.from_dict(d, source=f"{path} ({name} tokenizer)")
                   for name, d in meta.get("tokenizers", {}).items()}
     for name in (("text",) if kind == "lm" else ("src", "tgt")):
@@ -63,7 +64,7 @@ def load_run(path, kind=None):
         if name not in tokenizers and os.path.isfile(beside):
             tokenizers[name] = Tokenizer.load(beside)
         if name not in tokenizers:
-            raise ValueError(message("--checkpoint", f"a checkpoint with its {name} tokenizer "
+            raise InputError(message("--checkpoint", f"a checkpoint with its {name} tokenizer "
                                      f"(or {beside})", path))
     return ckpt.model, tokenizers, meta
 
@@ -72,7 +73,7 @@ def _encode_all(tok, texts, what):
     seqs = [tok.encode(t) for t in texts]
     for i, seq in enumerate(seqs):
         if not seq:
-            raise ValueError(message(f"{what} {i + 1}", "at least one token", repr(texts[i])))
+            raise InputError(message(f"{what} {i + 1}", "at least one token", repr(texts[i])))
     return seqs
 
 
@@ -91,12 +92,12 @@ def _evaluation_pairs(args, meta, toks):
     from .data import encode_pairs, get_task
     if args.tsv or args.src or args.tgt:
         if not args.tsv and not (args.src and args.tgt):
-            raise ValueError("a parallel corpus needs both --src and --tgt")
+            raise InputError("a parallel corpus needs both --src and --tgt")
         pairs = _read_pairs(args.src, args.tgt, args.tsv, None, "evaluation data")
         return encode_pairs(pairs, toks["src"], toks["tgt"]), True, None
     name = args.task or meta.get("task")
     if name is None:
-        raise ValueError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
+        raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
     task = get_task(name)
     pairs = task.sample(np.random.default_rng([args.seed, 2]), args.examples, split="test")
     return encode_pairs(pairs, toks["src"], toks["tgt"]), False, task.max_tgt_len + 2
@@ -108,7 +109,7 @@ def run_evaluate(args):
     if meta["kind"] == "lm":
         from .data import load_text
         if not args.text:
-            raise ValueError("evaluating a language model needs --text FILE")
+            raise InputError("evaluating a language model needs --text FILE")
         ids = toks["text"].encode(load_text(args.text))
         scores = evaluate_lm(model, ids, block_size=model.config.max_len)
         print(f"{args.text}: loss {scores['loss']:.4f} nats per character, "

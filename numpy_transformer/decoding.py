@@ -23,6 +23,7 @@ from .checks import check_ids, check_positive_int, message
 from .kv_cache import KVCache, kv_cache_bytes  # noqa: F401  (re-exported)
 from .layers.softmax import log_softmax, softmax
 from .masks import make_causal_mask, make_padding_mask
+from .errors import InputError, InputTypeError
 
 
 @contextmanager
@@ -41,22 +42,22 @@ def _start_cache(use_cache, cache):
     if cache is None:
         return KVCache() if use_cache else None
     if not use_cache:
-        raise ValueError(message("cache", "None when use_cache=False", "a KVCache"))
+        raise InputError(message("cache", "None when use_cache=False", "a KVCache"))
     if cache.length or cache.layers:
-        raise ValueError(message("cache", "an empty KVCache", repr(cache)))
+        raise InputError(message("cache", "an empty KVCache", repr(cache)))
     return cache
 
 
 def _decode_steps(model, src, max_len):
     """How many tokens to generate at most: max_len, default S + 10 capped by the model."""
     if not hasattr(model, "encode"):
-        raise TypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
+        raise InputTypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
     limit = model.config.max_len
     if max_len is None:
         return min(src.shape[1] + 10, limit)
     check_positive_int(max_len, "max_len")
     if max_len > limit:
-        raise ValueError(message("max_len", f"at most the model's max_len={limit}", max_len))
+        raise InputError(message("max_len", f"at most the model's max_len={limit}", max_len))
     return max_len
 
 
@@ -145,7 +146,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     check_positive_int(beam_size, "beam_size")
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
             or length_penalty < 0:
-        raise ValueError(message("length_penalty", "a number >= 0", repr(length_penalty)))
+        raise InputError(message("length_penalty", "a number >= 0", repr(length_penalty)))
     src = xp.asarray(src)
     steps = _decode_steps(model, src, max_len)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
@@ -179,25 +180,25 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
 
 def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k):
     if not hasattr(model, "forward_incremental") or hasattr(model, "encode"):
-        raise TypeError(message("model", "a decoder-only language model (GPT)",
+        raise InputTypeError(message("model", "a decoder-only language model (GPT)",
                                 type(model).__name__))
     config = model.config
     check_ids(prompt, "prompt", config.vocab_size, ndim=2)
     check_positive_int(max_new_tokens, "max_new_tokens")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
             or not temperature > 0:
-        raise ValueError(message("temperature", "a number > 0 (use top_k=1 for greedy)",
+        raise InputError(message("temperature", "a number > 0 (use top_k=1 for greedy)",
                                  repr(temperature)))
     if top_k is not None:
         check_positive_int(top_k, "top_k")
         if top_k > config.vocab_size:
-            raise ValueError(message("top_k", f"at most vocab_size={config.vocab_size}", top_k))
+            raise InputError(message("top_k", f"at most vocab_size={config.vocab_size}", top_k))
     T0 = prompt.shape[1]
     if T0 > config.max_len:
-        raise ValueError(message("prompt", f"at most max_len={config.max_len} tokens",
+        raise InputError(message("prompt", f"at most max_len={config.max_len} tokens",
                                  f"{T0} tokens (shape {tuple(prompt.shape)})"))
     if T0 + max_new_tokens - 1 > config.max_len:
-        raise ValueError(message("max_new_tokens", f"at most max_len - prompt length + 1 = "
+        raise InputError(message("max_new_tokens", f"at most max_len - prompt length + 1 = "
                                  f"{config.max_len - T0 + 1}", max_new_tokens))
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backend import to_numpy, xp
+from .errors import InputError, InputTypeError
 
 
 @dataclass
@@ -123,11 +124,11 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
     params = list(module.named_parameters()) if check_params else []
     for name, p, _ in params:
         if p.dtype != np.float64:
-            raise TypeError(f"gradcheck needs float64 parameters; {name} is {p.dtype} "
+            raise InputTypeError(f"gradcheck needs float64 parameters; {name} is {p.dtype} "
                             "(build the module under default_dtype('float64'))")
     for i, x in enumerate(inputs):
         if _is_float_array(x) and x.dtype != np.float64:
-            raise TypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype} "
+            raise InputTypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype} "
                             "(pass float64 arrays)")
     rng = np.random.default_rng(seed)
     _set_dropout_frozen(module, True)
@@ -136,7 +137,7 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
         if dout is None:
             dout = xp.asarray(rng.normal(size=out.shape))
         if tuple(dout.shape) != tuple(out.shape):
-            raise ValueError(f"dout: expected shape {tuple(out.shape)}, got {tuple(dout.shape)}")
+            raise InputError(f"dout: expected shape {tuple(out.shape)}, got {tuple(dout.shape)}")
         module.zero_grad()
         module.forward(*inputs, **forward_kwargs)
         input_grads = _as_tuple(module.backward(dout))
@@ -145,7 +146,7 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
         # twice, as in self-attention's q = k = v, gets the sum of its gradients).
         float_inputs = [x for x in inputs if _is_float_array(x)]
         if len(input_grads) != len(float_inputs):
-            raise ValueError(f"backward returned {len(input_grads)} gradients for "
+            raise InputError(f"backward returned {len(input_grads)} gradients for "
                              f"{len(float_inputs)} floating-point inputs")
         names = _input_names(module, inputs)
         targets = {}
@@ -183,7 +184,7 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
         rows = []
         for name, x, analytic in targets:
             if analytic.shape != tuple(x.shape):
-                raise ValueError(f"gradient of {name}: expected shape {tuple(x.shape)}, "
+                raise InputError(f"gradient of {name}: expected shape {tuple(x.shape)}, "
                                  f"got {analytic.shape}")
             coords = _coordinates(tuple(x.shape), max_coords, rng)
             numeric = np.array([numeric_gradient(x, idx) for idx in coords])

@@ -23,6 +23,7 @@ measures a live cache.
 
 from .backend import xp
 from .checks import check_positive_int, message
+from .errors import InputError
 
 
 class KVCache:
@@ -78,7 +79,7 @@ def append_positions(pos, x, offset):
     """
     T_new = x.shape[1]
     if offset + T_new > pos.max_len:
-        raise ValueError(message("tokens", f"at most max_len={pos.max_len} positions in all",
+        raise InputError(message("tokens", f"at most max_len={pos.max_len} positions in all",
                                  f"position {offset + T_new - 1} (0-based)"))
     return x + pos.pe[offset:offset + T_new].astype(x.dtype, copy=False)      # (B, T_new, D)
 

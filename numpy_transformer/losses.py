@@ -25,6 +25,7 @@ so a batch of pure padding changes nothing. (PyTorch returns NaN there.)
 from .backend import xp
 from .checks import check_float_array, check_probability, message
 from .module import Module
+from .errors import InputError, InputTypeError
 
 
 class CrossEntropyLoss(Module):
@@ -43,7 +44,7 @@ class CrossEntropyLoss(Module):
         super().__init__()
         if ignore_index is not None and (isinstance(ignore_index, bool)
                                          or not isinstance(ignore_index, int)):
-            raise TypeError(message("ignore_index", "None or an integer class id",
+            raise InputTypeError(message("ignore_index", "None or an integer class id",
                                     repr(ignore_index)))
         check_probability(label_smoothing, "label_smoothing")
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
@@ -53,13 +54,13 @@ class CrossEntropyLoss(Module):
     def _check(self, logits, targets):
         check_float_array(logits, "logits")
         if logits.ndim < 2 or 0 in logits.shape:
-            raise ValueError(message("logits", "a non-empty array (..., V) with at least 2 "
+            raise InputError(message("logits", "a non-empty array (..., V) with at least 2 "
                                      "dimensions", f"shape {tuple(logits.shape)}"))
         if not hasattr(targets, "dtype") or targets.dtype.kind not in "iu":
             got = f"dtype {targets.dtype}" if hasattr(targets, "dtype") else type(targets).__name__
-            raise TypeError(message("targets", "an integer array of class ids", got))
+            raise InputTypeError(message("targets", "an integer array of class ids", got))
         if tuple(targets.shape) != tuple(logits.shape[:-1]):
-            raise ValueError(message("targets", f"shape {tuple(logits.shape[:-1])} "
+            raise InputError(message("targets", f"shape {tuple(logits.shape[:-1])} "
                                      "(logits.shape[:-1])", f"shape {tuple(targets.shape)}"))
 
     def _counted(self, targets, V):
@@ -71,7 +72,7 @@ class CrossEntropyLoss(Module):
         if low < 0 or high >= V:
             allowed = f"class ids in [0, {V})" + (
                 "" if self.ignore_index is None else f" or ignore_index={self.ignore_index}")
-            raise ValueError(message("targets", allowed, f"id {low if low < 0 else high}"))
+            raise InputError(message("targets", allowed, f"id {low if low < 0 else high}"))
         return valid, safe
 
     def forward(self, logits, targets):

@@ -2,6 +2,7 @@
 
 from .backend import xp
 from .checks import check_positive_int, message
+from .errors import InputError, InputTypeError
 
 
 def make_padding_mask(ids, pad_id):
@@ -10,10 +11,10 @@ def make_padding_mask(ids, pad_id):
     ids: (B, S) integer token ids.
     """
     if not hasattr(ids, "dtype") or ids.dtype.kind not in "iu":
-        raise TypeError(message("ids", "an integer array of token ids",
+        raise InputTypeError(message("ids", "an integer array of token ids",
                                 getattr(ids, "dtype", type(ids).__name__)))
     if ids.ndim != 2:
-        raise ValueError(message("ids", "shape (B, S)", f"shape {tuple(ids.shape)}"))
+        raise InputError(message("ids", "shape (B, S)", f"shape {tuple(ids.shape)}"))
     return (ids != pad_id)[:, None, None, :]                 # (B, 1, 1, S)
 
 

@@ -18,6 +18,7 @@ from .data.batching import make_batch
 from .data.bleu import corpus_bleu
 from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from .losses import CrossEntropyLoss
+from .errors import InputError
 
 _END = object()     # the end-of-sequence position, compared like a token
 
@@ -25,10 +26,10 @@ _END = object()     # the end-of-sequence position, compared like a token
 def _check_pairs(predictions, references):
     predictions, references = list(predictions), list(references)
     if len(predictions) != len(references):
-        raise ValueError(message("references", f"{len(predictions)} sequences (one per "
+        raise InputError(message("references", f"{len(predictions)} sequences (one per "
                                  "prediction)", len(references)))
     if not predictions:
-        raise ValueError(message("predictions", "at least one sequence", "an empty list"))
+        raise InputError(message("predictions", "at least one sequence", "an empty list"))
     return predictions, references
 
 
@@ -115,7 +116,7 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
     greedy, or beam search with beam_size > 1.
     """
     if not pairs:
-        raise ValueError(message("pairs", "at least one held-out (src, tgt) pair", "none"))
+        raise InputError(message("pairs", "at least one held-out (src, tgt) pair", "none"))
     refs = [list(t) for _, t in pairs]
     preds = decode_batches(model, [s for s, _ in pairs], batch_size=batch_size, max_len=max_len,
                            beam_size=beam_size)
@@ -144,7 +145,7 @@ def evaluate_lm(model, ids, *, block_size, batch_size=32, max_batches=None):
     ids = to_numpy(xp.asarray(ids)).astype("int64").ravel()
     n = (len(ids) - 1) // block_size
     if n < 1:
-        raise ValueError(message("ids", f"at least block_size + 1 = {block_size + 1} held-out "
+        raise InputError(message("ids", f"at least block_size + 1 = {block_size + 1} held-out "
                                  "tokens", len(ids)))
     starts = list(range(0, n * block_size, block_size))
     loss_fn = CrossEntropyLoss()

@@ -12,6 +12,7 @@ The contract (see DESIGN.md):
 """
 
 from .backend import to_numpy, xp
+from .errors import InputError
 
 
 class Module:
@@ -89,14 +90,14 @@ class Module:
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
         if missing or unexpected:
-            raise ValueError(
+            raise InputError(
                 f"state_dict does not match {type(self).__name__}: "
                 f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
                 f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
         for name, param in own.items():
             value = state[name]
             if tuple(value.shape) != tuple(param.shape):
-                raise ValueError(f"state_dict[{name!r}]: expected shape {tuple(param.shape)}, "
+                raise InputError(f"state_dict[{name!r}]: expected shape {tuple(param.shape)}, "
                                  f"got shape {tuple(value.shape)}")
         for name, param in own.items():
             param[...] = xp.asarray(state[name], dtype=param.dtype)

@@ -35,6 +35,7 @@ from .metrics import format_metrics
 from .optim import Adam, AdamW, Scheduler, clip_grad_norm
 from .training_config import TrainConfig
 from .training_state import History, generator_states, load_generator_states, progress_bar
+from .errors import InputError
 
 
 class TrainingDiverged(RuntimeError):
@@ -262,7 +263,7 @@ class Trainer:
             else checkpoint
         meta = ckpt.metadata
         if "data_state" not in meta or ckpt.optimizer_state is None:
-            raise ValueError(message("checkpoint", "a checkpoint written by a Trainer (with "
+            raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
                                      "optimizer and data state)", "a bare model checkpoint"))
         self.model.load_state_dict(ckpt.model.state_dict())
         self.optimizer.load_state_dict(ckpt.optimizer_state)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .checks import check_choice, check_positive_int, check_probability, message
 from .optim import NoamSchedule, WarmupCosineSchedule
 from .optim.base import check_nonnegative, check_positive
+from .errors import InputError
 
 
 @dataclass
@@ -36,12 +37,12 @@ class TrainConfig:
         for name in ("warmup", "eval_every", "checkpoint_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(message(name, "an integer >= 0", repr(value)))
+                raise InputError(message(name, "an integer >= 0", repr(value)))
         if self.schedule == "cosine" and self.warmup >= self.steps:
-            raise ValueError(message("warmup", f"fewer steps than steps={self.steps}",
+            raise InputError(message("warmup", f"fewer steps than steps={self.steps}",
                                      self.warmup))
         if self.schedule == "noam" and self.warmup < 1:
-            raise ValueError(message("warmup", "at least 1 step for the noam schedule", 0))
+            raise InputError(message("warmup", "at least 1 step for the noam schedule", 0))
         check_probability(self.label_smoothing, "label_smoothing")
         check_probability(self.min_lr_ratio, "min_lr_ratio")
         check_nonnegative(self.weight_decay, "weight_decay")

@@ -22,6 +22,7 @@ import numpy as np
 
 from .checks import check_positive_int, message
 from .data.batching import batches, encode_pairs, lm_batch
+from .errors import InputError
 
 
 class PairStream:
@@ -34,9 +35,9 @@ class PairStream:
     def __init__(self, batch_size, seed=0, *, pairs=None, make_pool=None):
         check_positive_int(batch_size, "batch_size")
         if (pairs is None) == (make_pool is None):
-            raise ValueError(message("pairs/make_pool", "exactly one of them", "both or neither"))
+            raise InputError(message("pairs/make_pool", "exactly one of them", "both or neither"))
         if pairs is not None and not pairs:
-            raise ValueError(message("pairs", "at least one training pair", "none"))
+            raise InputError(message("pairs", "at least one training pair", "none"))
         self.batch_size, self.seed = batch_size, seed
         self.make_pool = make_pool if make_pool is not None else (lambda rng: pairs)
         self.epoch, self.index = 0, 0
@@ -84,7 +85,7 @@ class TextStream:
         check_positive_int(block_size, "block_size")
         self.ids = np.asarray(ids, dtype=np.int64)
         if len(self.ids) < block_size + 1:
-            raise ValueError(message("text", f"at least block_size + 1 = {block_size + 1} "
+            raise InputError(message("text", f"at least block_size + 1 = {block_size + 1} "
                                      "training tokens", len(self.ids)))
         self.batch_size, self.block_size = batch_size, block_size
         self.rng = np.random.default_rng([seed, 0])

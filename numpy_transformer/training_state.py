@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .files import atomic_write
+from .errors import InputError
 
 
 class History:
@@ -54,7 +55,7 @@ class History:
                 data = json.load(f)
             return cls(data["train"], data["eval"])
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{path}: not a training history file ({err})") from None
+            raise InputError(f"{path}: not a training history file ({err})") from None
 
 
 def _finite(tree):
@@ -88,7 +89,7 @@ def load_generator_states(model, states):
     """Restore states saved by `generator_states` into a model built the same way."""
     generators = model_generators(model)
     if len(generators) != len(states):
-        raise ValueError(f"checkpoint holds {len(states)} dropout generator states, "
+        raise InputError(f"checkpoint holds {len(states)} dropout generator states, "
                          f"the model has {len(generators)}")
     for g, state in zip(generators, states):
         g.bit_generator.state = state

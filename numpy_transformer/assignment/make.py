@@ -19,6 +19,7 @@ from pathlib import Path
 from .markers import (MarkerError, find_regions, regions_in_source, replace_region_bodies,
                       stub_lines)
 from .parts import PARTS, TITLES, max_points, validate_parts
+from ..errors import InputError
 
 MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[1]          # the reference numpy_transformer/
@@ -32,7 +33,7 @@ def read_manifest(root, required=True):
     if not (root / "numpy_transformer" / "__init__.py").is_file() or not path.is_file():
         if not required:
             return None
-        raise ValueError(f"{root} is not a student copy: it needs numpy_transformer/ and "
+        raise InputError(f"{root} is not a student copy: it needs numpy_transformer/ and "
                          f"{MANIFEST} (make one with `assignment make --out DIR`)")
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -101,11 +102,11 @@ def make(out, parts=None, solutions=False):
     parts = validate_parts(parts)
     own = read_manifest(PACKAGE.parent, required=False)
     if own and own.get("stubbed"):
-        raise ValueError(f"{PACKAGE} belongs to a student copy; make assignments from the "
+        raise InputError(f"{PACKAGE} belongs to a student copy; make assignments from the "
                          "reference package")
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{out} already exists and is not an empty folder; choose a new one")
+        raise InputError(f"{out} already exists and is not an empty folder; choose a new one")
     regions = package_regions()
     target = out / "numpy_transformer"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED))

@@ -26,7 +26,7 @@ class Mistake:
         file = Path(root) / "numpy_transformer" / self.path
         text = file.read_text(encoding="utf-8")
         if text.count(self.old) != 1:
-            raise ValueError(f"mistake {self.name}: its text occurs {text.count(self.old)} "
+            raise RuntimeError(f"mistake {self.name}: its text occurs {text.count(self.old)} "
                              f"times in {self.path}, expected once")
         file.write_text(text.replace(self.old, self.new), encoding="utf-8")
 

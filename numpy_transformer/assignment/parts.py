@@ -16,6 +16,7 @@ fully masked rows, Adam's bias correction, ...).
 import importlib
 import math
 from dataclasses import dataclass, field
+from ..errors import InputError
 
 PARTS = ("linear", "layernorm", "softmax", "attention", "multihead_attention", "mla",
          "feedforward", "embedding", "cross_entropy", "adam", "encoder_stack", "decoder_stack")
@@ -58,7 +59,7 @@ class Check:
 def check(part, points, expect):
     """Decorator: register `function(pkg)` as a check of `part` worth `points`."""
     if part not in CHECKS:
-        raise ValueError(f"unknown part {part!r}")
+        raise InputError(f"unknown part {part!r}")
 
     def register(function):
         CHECKS[part].append(Check(part, function.__name__, points, expect, function))
@@ -74,7 +75,7 @@ def validate_parts(parts):
         parts = [parts]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
-        raise ValueError(f"unknown part{'s' if len(unknown) > 1 else ''} "
+        raise InputError(f"unknown part{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(map(repr, unknown))}; valid parts: {', '.join(PARTS)}")
     return [p for p in PARTS if p in parts]
 

@@ -26,6 +26,7 @@ from ..backend import to_numpy, xp
 from ..checks import check_positive_int, message
 from ..masks import make_decoder_mask, make_padding_mask
 from .tokenizers import BOS_ID, EOS_ID, PAD_ID
+from ..errors import InputError, InputTypeError
 
 
 @dataclass
@@ -47,15 +48,15 @@ def _as_id_list(seq, name, allow_empty):
     """seq as a 1-D int64 NumPy array of non-negative ids, with a clear error if not."""
     arr = np.asarray(to_numpy(seq) if hasattr(seq, "shape") else seq)
     if arr.ndim != 1:
-        raise ValueError(message(name, "a 1-D sequence of token ids", f"shape {arr.shape}"))
+        raise InputError(message(name, "a 1-D sequence of token ids", f"shape {arr.shape}"))
     if arr.size == 0:
         if not allow_empty:
-            raise ValueError(message(name, "at least one token id", "an empty sequence"))
+            raise InputError(message(name, "at least one token id", "an empty sequence"))
         return arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
-        raise TypeError(message(name, "integer token ids", f"dtype {arr.dtype}"))
+        raise InputTypeError(message(name, "integer token ids", f"dtype {arr.dtype}"))
     if arr.min() < 0:
-        raise ValueError(message(name, "token ids >= 0", f"id {int(arr.min())}"))
+        raise InputError(message(name, "token ids >= 0", f"id {int(arr.min())}"))
     return arr.astype(np.int64, copy=False)
 
 
@@ -74,10 +75,10 @@ def make_batch(src_seqs, tgt_seqs, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID):
     must hold at least one id; a target may be empty (then it is only <eos>).
     """
     if len(src_seqs) != len(tgt_seqs):
-        raise ValueError(message("tgt_seqs", f"{len(src_seqs)} sequences (one per source)",
+        raise InputError(message("tgt_seqs", f"{len(src_seqs)} sequences (one per source)",
                                  len(tgt_seqs)))
     if len(src_seqs) == 0:
-        raise ValueError(message("src_seqs", "at least one sequence", "an empty list"))
+        raise InputError(message("src_seqs", "at least one sequence", "an empty list"))
     src = [_as_id_list(s, f"src_seqs[{i}]", allow_empty=False) for i, s in enumerate(src_seqs)]
     tgt = [_as_id_list(t, f"tgt_seqs[{i}]", allow_empty=True) for i, t in enumerate(tgt_seqs)]
     bos, eos = np.array([bos_id]), np.array([eos_id])
@@ -116,13 +117,13 @@ def batches(pairs, batch_size, *, rng=None, shuffle=True, sort_by_length=True,
     check_positive_int(batch_size, "batch_size")
     n = len(pairs)
     if n == 0:
-        raise ValueError(message("pairs", "at least one (src_ids, tgt_ids) pair", "an empty list"))
+        raise InputError(message("pairs", "at least one (src_ids, tgt_ids) pair", "an empty list"))
     bucket_size = bucket_size or 100 * batch_size
     check_positive_int(bucket_size, "bucket_size")
     if shuffle:
         rng = rng if rng is not None else np.random.default_rng()
         if not isinstance(rng, np.random.Generator):
-            raise TypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
+            raise InputTypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
         order = rng.permutation(n)
     else:
         order = np.arange(n)
@@ -171,7 +172,7 @@ def _lm_ids(ids, block_size):
     check_positive_int(block_size, "block_size")
     ids = _as_id_list(ids, "ids", allow_empty=True)
     if len(ids) < block_size + 1:
-        raise ValueError(message("ids", f"at least block_size + 1 = {block_size + 1} token ids",
+        raise InputError(message("ids", f"at least block_size + 1 = {block_size + 1} token ids",
                                  len(ids)))
     return ids
 
@@ -179,7 +180,7 @@ def _lm_ids(ids, block_size):
 def _lm_windows(ids, batch_size, block_size, rng):
     check_positive_int(batch_size, "batch_size")
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
+        raise InputTypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
     starts = rng.integers(0, len(ids) - block_size, size=batch_size)   # (B,)
     positions = starts[:, None] + np.arange(block_size)                 # (B, T)
     x, y = ids[positions], ids[positions + 1]                           # (B, T), (B, T)

@@ -23,6 +23,7 @@ import math
 from collections import Counter
 
 from ..checks import check_positive_int, message
+from ..errors import InputError, InputTypeError
 
 
 def ngram_counts(tokens, n):
@@ -33,7 +34,7 @@ def ngram_counts(tokens, n):
 def _as_reference_list(reference, index):
     """One reference (a token list) or several (a list of token lists) -> list of lists."""
     if isinstance(reference, str):
-        raise TypeError(message(f"references[{index}]", "a list of tokens (split the string "
+        raise InputTypeError(message(f"references[{index}]", "a list of tokens (split the string "
                                 "first)", "a str"))
     reference = list(reference)
     if reference and all(isinstance(r, (list, tuple)) for r in reference):
@@ -45,19 +46,19 @@ def bleu_statistics(hypotheses, references, max_order=4):
     """The counts BLEU is made of: matches[n-1], totals[n-1], hyp_len c, ref_len r."""
     for name, value in (("hypotheses", hypotheses), ("references", references)):
         if isinstance(value, str):
-            raise TypeError(message(name, "a list of token lists", "a str"))
+            raise InputTypeError(message(name, "a list of token lists", "a str"))
     hypotheses, references = list(hypotheses), list(references)
     if len(hypotheses) != len(references):
-        raise ValueError(message("references", f"{len(hypotheses)} references "
+        raise InputError(message("references", f"{len(hypotheses)} references "
                                  "(one per hypothesis)", len(references)))
     if not hypotheses:
-        raise ValueError(message("hypotheses", "at least one hypothesis", "an empty list"))
+        raise InputError(message("hypotheses", "at least one hypothesis", "an empty list"))
     check_positive_int(max_order, "max_order")
     matches, totals = [0] * max_order, [0] * max_order
     hyp_len = ref_len = 0
     for index, (hyp, refs) in enumerate(zip(hypotheses, references)):
         if isinstance(hyp, str):
-            raise TypeError(message(f"hypotheses[{index}]", "a list of tokens (split the string "
+            raise InputTypeError(message(f"hypotheses[{index}]", "a list of tokens (split the string "
                                     "first)", "a str"))
         hyp, refs = list(hyp), _as_reference_list(refs, index)
         hyp_len += len(hyp)

@@ -17,6 +17,7 @@ inside a sentence cannot shift a parallel corpus out of alignment.
 from pathlib import Path
 
 from ..checks import check_positive_int, message
+from ..errors import InputError, InputTypeError
 
 
 def read_text_file(path, name="path"):
@@ -27,21 +28,21 @@ def read_text_file(path, name="path"):
     except FileNotFoundError:
         raise FileNotFoundError(message(name, "an existing file", repr(str(path)))) from None
     except IsADirectoryError:
-        raise ValueError(message(name, "a file", f"the directory {str(path)!r}")) from None
+        raise InputError(message(name, "a file", f"the directory {str(path)!r}")) from None
     except OSError as err:
-        raise ValueError(message(name, "a readable file",
+        raise InputError(message(name, "a readable file",
                                  f"{str(path)!r} ({err.strerror or err})")) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
-        raise ValueError(message(str(path), "UTF-8 text", f"the undecodable byte "
+        raise InputError(message(str(path), "UTF-8 text", f"the undecodable byte "
                                  f"0x{raw[err.start]:02x} at byte offset {err.start} "
                                  f"(line {line})")) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.strip():
-        raise ValueError(message(str(path), "a file holding some text",
+        raise InputError(message(str(path), "a file holding some text",
                                  "an empty file" if not text else "only whitespace"))
     return text
 
@@ -84,7 +85,7 @@ def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None):
     src_lines = read_lines(src_path, "src_path")
     tgt_lines = read_lines(tgt_path, "tgt_path")
     if len(src_lines) != len(tgt_lines):
-        raise ValueError(f"parallel files must have the same number of lines: "
+        raise InputError(f"parallel files must have the same number of lines: "
                          f"{str(src_path)!r} has {len(src_lines)}, "
                          f"{str(tgt_path)!r} has {len(tgt_lines)}")
     return _keep(zip(src_lines, tgt_lines), max_examples, max_len)
@@ -100,7 +101,7 @@ def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
     """
     if (not isinstance(columns, (tuple, list)) or len(columns) != 2
             or not all(type(c) is int and c >= 0 for c in columns)):
-        raise ValueError(message("columns", "two non-negative field numbers such as (0, 1)",
+        raise InputError(message("columns", "two non-negative field numbers such as (0, 1)",
                                  repr(columns)))
     needed = max(columns) + 1
     pairs = []
@@ -109,7 +110,7 @@ def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
             continue
         fields = line.split("\t")
         if len(fields) < needed:
-            raise ValueError(message(f"{str(path)!r} line {number}",
+            raise InputError(message(f"{str(path)!r} line {number}",
                                      f"at least {needed} tab-separated fields",
                                      f"{len(fields)}: {line[:60]!r}"))
         pairs.append((fields[columns[0]], fields[columns[1]]))
@@ -128,12 +129,12 @@ def split_text(text, val_fraction=0.1):
     training through overlapping windows (the nanoGPT split for Shakespeare).
     """
     if not isinstance(text, str):
-        raise TypeError(message("text", "a str", type(text).__name__))
+        raise InputTypeError(message("text", "a str", type(text).__name__))
     if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) \
             or not 0.0 < val_fraction < 1.0:
-        raise ValueError(message("val_fraction", "a number in (0, 1)", repr(val_fraction)))
+        raise InputError(message("val_fraction", "a number in (0, 1)", repr(val_fraction)))
     n_train = int(len(text) * (1.0 - val_fraction))
     if n_train == 0 or n_train == len(text):
-        raise ValueError(message("text", f"enough characters to split with val_fraction="
+        raise InputError(message("text", f"enough characters to split with val_fraction="
                                  f"{val_fraction}", f"{len(text)} characters"))
     return text[:n_train], text[n_train:]

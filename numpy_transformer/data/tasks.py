@@ -31,6 +31,7 @@ import numpy as np
 from ..checks import check_choice, check_positive_int, message
 from .dates import DATE_FORMATS, MAX_YEAR, MIN_YEAR, date_alphabet, format_date, random_date
 from .tokenizers import CharTokenizer
+from ..errors import InputError, InputTypeError
 
 SPLITS = ("train", "test")
 LOWERCASE = "abcdefghijklmnopqrstuvwxyz"
@@ -64,14 +65,14 @@ class Task:
     def sample(self, rng, n, split="train"):
         """n random (src_text, tgt_text) pairs of `split` (duplicates possible)."""
         if not isinstance(rng, np.random.Generator):
-            raise TypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
+            raise InputTypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(message("n", "a non-negative integer", repr(n)))
+            raise InputError(message("n", "a non-negative integer", repr(n)))
         check_choice(split, "split", SPLITS)
         pairs, draws, max_draws = [], 0, 100 * n + 10_000
         while len(pairs) < n:
             if draws == max_draws:
-                raise ValueError(f"task {self.name!r}: found only {len(pairs)} of {n} {split!r} "
+                raise InputError(f"task {self.name!r}: found only {len(pairs)} of {n} {split!r} "
                                  f"examples in {draws} draws; widen the task (longer or more "
                                  f"varied inputs) so that both splits have examples")
             src, tgt = self.example(rng)
@@ -93,7 +94,7 @@ def _check_range(low, high, low_name, high_name):
     check_positive_int(low, low_name)
     check_positive_int(high, high_name)
     if high < low:
-        raise ValueError(message(high_name, f"at least {low_name}={low}", high))
+        raise InputError(message(high_name, f"at least {low_name}={low}", high))
 
 
 class SequenceTask(Task):
@@ -111,7 +112,7 @@ class SequenceTask(Task):
     def __init__(self, name, *, alphabet=LOWERCASE, min_len=1, max_len=10):
         check_choice(name, "name", tuple(self.transforms))
         if not isinstance(alphabet, str) or len(set(alphabet)) != len(alphabet) or not alphabet:
-            raise ValueError(message("alphabet", "a non-empty string of distinct characters",
+            raise InputError(message("alphabet", "a non-empty string of distinct characters",
                                      repr(alphabet)))
         _check_range(min_len, max_len, "min_len", "max_len")
         self.name, self.transform = name, self.transforms[name]
@@ -164,7 +165,7 @@ class DatesTask(Task):
         _check_range(min_year, max_year, "min_year", "max_year")
         for value, name in ((min_year, "min_year"), (max_year, "max_year")):
             if not MIN_YEAR <= value <= MAX_YEAR:
-                raise ValueError(message(name, f"a year in [{MIN_YEAR}, {MAX_YEAR}] (where "
+                raise InputError(message(name, f"a year in [{MIN_YEAR}, {MAX_YEAR}] (where "
                                          "2-digit years are unambiguous)", value))
         self.min_year, self.max_year = min_year, max_year
         self.alphabet = date_alphabet()
@@ -194,5 +195,5 @@ TASKS = tuple(_TASK_BUILDERS)
 def get_task(name, **options):
     """The task called `name` (one of TASKS), built with `options` (e.g. max_len=12)."""
     if name not in _TASK_BUILDERS:
-        raise ValueError(message("name", f"a task name, one of {TASKS}", repr(name)))
+        raise InputError(message("name", f"a task name, one of {TASKS}", repr(name)))
     return _TASK_BUILDERS[name](**options)

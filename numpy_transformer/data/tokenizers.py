@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..backend import to_numpy
 from ..checks import check_positive_int, message
+from ..errors import InputError, InputTypeError
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
@@ -60,11 +61,11 @@ class Tokenizer:
         """Install the vocabulary: the specials, then the learned symbols."""
         for i, symbol in enumerate(learned):
             if not isinstance(symbol, str) or symbol in SPECIAL_TOKENS or symbol == "":
-                raise ValueError(message(f"symbols[{i}]", "a non-empty string that is not a "
+                raise InputError(message(f"symbols[{i}]", "a non-empty string that is not a "
                                          "special token", repr(symbol)))
         if len(set(learned)) != len(learned):
             twice = next(s for s, n in Counter(learned).items() if n > 1)
-            raise ValueError(message("symbols", "distinct symbols", f"{twice!r} twice"))
+            raise InputError(message("symbols", "distinct symbols", f"{twice!r} twice"))
         self.symbols = list(SPECIAL_TOKENS) + learned
         self.ids = {symbol: i for i, symbol in enumerate(self.symbols)}
         # Only learned symbols are looked up, so text never encodes to <pad>/<bos>/<eos>.
@@ -80,7 +81,7 @@ class Tokenizer:
 
     def _symbols_of(self, text, name="text"):
         if not isinstance(text, str):
-            raise TypeError(message(name, "a str", type(text).__name__))
+            raise InputTypeError(message(name, "a str", type(text).__name__))
         return self.split(text.lower() if self.lowercase else text)
 
     # Learning the vocabulary.
@@ -88,7 +89,7 @@ class Tokenizer:
     def fit(self, texts):
         """Learn the vocabulary from an iterable of strings; returns self."""
         if isinstance(texts, str):
-            raise TypeError(message("texts", "an iterable of strings (a list of texts)",
+            raise InputTypeError(message("texts", "an iterable of strings (a list of texts)",
                                     "a single str"))
         counts = Counter()
         for i, text in enumerate(texts):
@@ -140,13 +141,13 @@ class Tokenizer:
         """
         if hasattr(ids, "shape"):
             if len(ids.shape) != 1:
-                raise ValueError(message("ids", "a 1-D sequence of token ids",
+                raise InputError(message("ids", "a 1-D sequence of token ids",
                                          f"shape {tuple(ids.shape)}"))
             ids = to_numpy(ids).tolist()
         out = []
         for i in ids:
             if not _is_token_id(i, self.vocab_size):
-                raise ValueError(message("ids", f"token ids in [0, {self.vocab_size})", repr(i)))
+                raise InputError(message("ids", f"token ids in [0, {self.vocab_size})", repr(i)))
             i = int(i)
             if i == EOS_ID:
                 if not skip_special:
@@ -185,31 +186,31 @@ class Tokenizer:
             raise FileNotFoundError(message("path", "an existing tokenizer file",
                                             repr(str(path)))) from None
         except (OSError, UnicodeDecodeError) as err:
-            raise ValueError(message(str(path), "a readable UTF-8 JSON file", repr(err))) from None
+            raise InputError(message(str(path), "a readable UTF-8 JSON file", repr(err))) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             where = f"{err.msg} at line {err.lineno} column {err.colno}"
-            raise ValueError(message(str(path), "valid JSON", where)) from None
+            raise InputError(message(str(path), "valid JSON", where)) from None
         return cls.from_dict(data, source=str(path))
 
     @classmethod
     def from_dict(cls, data, source="data"):
         """Rebuild a tokenizer from `to_dict()` output, checking every field."""
         if not isinstance(data, dict):
-            raise ValueError(message(source, "a JSON object", type(data).__name__))
+            raise InputError(message(source, "a JSON object", type(data).__name__))
         kinds = {k.__name__: k for k in (CharTokenizer, WordTokenizer)}
         kind = data.get("type")
         if kind not in kinds:
-            raise ValueError(message(f"{source}: type", f"one of {tuple(kinds)}", repr(kind)))
+            raise InputError(message(f"{source}: type", f"one of {tuple(kinds)}", repr(kind)))
         if cls is not Tokenizer and kinds[kind] is not cls:
-            raise ValueError(message(f"{source}: type", repr(cls.__name__), repr(kind)))
+            raise InputError(message(f"{source}: type", repr(cls.__name__), repr(kind)))
         if data.get("version") != FORMAT_VERSION:
-            raise ValueError(message(f"{source}: version", FORMAT_VERSION,
+            raise InputError(message(f"{source}: version", FORMAT_VERSION,
                                      repr(data.get("version"))))
         symbols = data.get("symbols")
         if not isinstance(symbols, list) or tuple(symbols[:4]) != SPECIAL_TOKENS:
-            raise ValueError(message(f"{source}: symbols",
+            raise InputError(message(f"{source}: symbols",
                                      f"a list starting with {list(SPECIAL_TOKENS)}",
                                      repr(symbols)[:80]))
         settings = {}
@@ -217,13 +218,13 @@ class Tokenizer:
                         ("min_freq", lambda v: type(v) is int and v >= 1),
                         ("max_size", lambda v: v is None or (type(v) is int and v >= 1))):
             if key not in data or not ok(data[key]):
-                raise ValueError(message(f"{source}: {key}", "a valid setting",
+                raise InputError(message(f"{source}: {key}", "a valid setting",
                                          repr(data.get(key, "missing"))))
             settings[key] = data[key]
         try:
             return kinds[kind](symbols[4:], **settings)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{source}: {err}") from None
+            raise InputError(f"{source}: {err}") from None
 
 
 def _is_token_id(value, vocab_size):
@@ -242,7 +243,7 @@ class CharTokenizer(Tokenizer):
     def _set_vocabulary(self, learned):
         for i, symbol in enumerate(learned):
             if not (isinstance(symbol, str) and len(symbol) == 1):
-                raise ValueError(message(f"symbols[{i}]", "a single character", repr(symbol)))
+                raise InputError(message(f"symbols[{i}]", "a single character", repr(symbol)))
         super()._set_vocabulary(learned)
 
     def split(self, text):
@@ -258,7 +259,7 @@ class WordTokenizer(Tokenizer):
     def _set_vocabulary(self, learned):
         for i, symbol in enumerate(learned):
             if isinstance(symbol, str) and len(symbol.split()) != 1:
-                raise ValueError(message(f"symbols[{i}]", "a word without whitespace",
+                raise InputError(message(f"symbols[{i}]", "a word without whitespace",
                                          repr(symbol)))
         super()._set_vocabulary(learned)
 

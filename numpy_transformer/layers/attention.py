@@ -25,6 +25,7 @@ from ..module import Module
 from .dropout import Dropout
 from .linear import Linear
 from .softmax import softmax
+from ..errors import InputError, InputTypeError
 
 
 def split_heads(x, H):
@@ -125,7 +126,7 @@ class MultiHeadAttentionBase(Module):
         check_positive_int(d_model, "d_model")
         check_positive_int(num_heads, "num_heads")
         if d_model % num_heads != 0:
-            raise ValueError(message("d_model", f"a multiple of num_heads={num_heads}",
+            raise InputError(message("d_model", f"a multiple of num_heads={num_heads}",
                                      f"d_model={d_model}, which is not divisible by {num_heads}"))
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.attn_weights = None
@@ -138,12 +139,12 @@ class MultiHeadAttentionBase(Module):
             check_float_array(x, name, ndim=3, last_dim=D, last_dim_name="d_model")
         for x, name in ((k, "k"), (v, "v")):
             if x.shape[0] != q.shape[0]:
-                raise ValueError(message(name, f"batch size {q.shape[0]} (that of q)",
+                raise InputError(message(name, f"batch size {q.shape[0]} (that of q)",
                                          f"shape {tuple(x.shape)}"))
             if x.dtype != q.dtype:
-                raise TypeError(message(name, f"dtype {q.dtype} (that of q)", f"dtype {x.dtype}"))
+                raise InputTypeError(message(name, f"dtype {q.dtype} (that of q)", f"dtype {x.dtype}"))
         if v.shape[1] != k.shape[1]:
-            raise ValueError(message("v", f"length {k.shape[1]} (that of k: one value per key)",
+            raise InputError(message("v", f"length {k.shape[1]} (that of k: one value per key)",
                                      f"shape {tuple(v.shape)}"))
         check_mask(mask, "mask", (q.shape[0], self.num_heads, q.shape[1], k.shape[1]))
 

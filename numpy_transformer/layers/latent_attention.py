@@ -24,6 +24,7 @@ from ..checks import check_positive_int, message
 from .attention import MultiHeadAttentionBase
 from .dropout import Dropout
 from .linear import Linear
+from ..errors import InputError
 
 
 class MultiHeadLatentAttention(MultiHeadAttentionBase):
@@ -67,7 +68,7 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
     def check_inputs(self, q, k, v, mask):
         super().check_inputs(q, k, v, mask)
         if v is not k:
-            raise ValueError(message(
+            raise InputError(message(
                 "v", "the very same array object as k (MLA derives keys and values from "
                 "one shared latent of k: call mla(q, k, k, mask))", "a different array"))
 

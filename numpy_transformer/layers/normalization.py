@@ -3,6 +3,7 @@
 from ..backend import get_default_dtype, xp
 from ..checks import check_float_array, check_positive_int, message
 from ..module import Module
+from ..errors import InputError, InputTypeError
 
 
 class LayerNorm(Module):
@@ -26,9 +27,9 @@ class LayerNorm(Module):
         super().__init__()
         check_positive_int(d_model, "d_model")
         if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-            raise TypeError(message("eps", "a positive number", repr(eps)))
+            raise InputTypeError(message("eps", "a positive number", repr(eps)))
         if not eps > 0:
-            raise ValueError(message("eps", "a positive number", eps))
+            raise InputError(message("eps", "a positive number", eps))
         self.d_model, self.eps = d_model, eps
         dtype = get_default_dtype()
         self.params = {"gamma": xp.ones(d_model, dtype=dtype),

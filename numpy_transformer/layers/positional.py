@@ -6,6 +6,7 @@ from ..backend import get_default_dtype, xp
 from ..checks import check_float_array, check_positive_int, check_probability, message
 from ..module import Module
 from .dropout import Dropout
+from ..errors import InputError
 
 
 def sinusoidal_table(max_len, d_model):
@@ -49,7 +50,7 @@ class PositionalEncoding(Module):
         check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
         T = x.shape[1]
         if T > self.max_len:
-            raise ValueError(message("x", f"sequence length T <= max_len={self.max_len}",
+            raise InputError(message("x", f"sequence length T <= max_len={self.max_len}",
                                      f"T={T} (shape {tuple(x.shape)})"))
         pe = self.pe[:T].astype(x.dtype, copy=False)                  # (T, D)
         return self.dropout.forward(x + pe)                           # (B, T, D)

@@ -3,6 +3,7 @@
 from ..checks import check_choice, check_positive_int, check_probability
 from ..layers.attention import MultiHeadAttention
 from ..layers.latent_attention import MultiHeadLatentAttention
+from ..errors import InputError
 
 
 def make_attention(kind, d_model, num_heads, dropout, latent_dim, rng):
@@ -11,7 +12,7 @@ def make_attention(kind, d_model, num_heads, dropout, latent_dim, rng):
         return MultiHeadAttention(d_model, num_heads, dropout, rng=rng)
     if kind == "mla":
         return MultiHeadLatentAttention(d_model, num_heads, latent_dim, dropout, rng=rng)
-    raise ValueError(f"attention: expected 'mha' or 'mla', got {kind!r}")
+    raise InputError(f"attention: expected 'mha' or 'mla', got {kind!r}")
 
 
 def self_attention_backward(attn):
@@ -37,7 +38,7 @@ def validate_config(config, positive_ints):
     for name in positive_ints:
         check_positive_int(getattr(config, name), name)
     if config.d_model % config.num_heads:
-        raise ValueError(f"d_model={config.d_model} is not divisible by "
+        raise InputError(f"d_model={config.d_model} is not divisible by "
                          f"num_heads={config.num_heads}")
     check_probability(config.dropout, "dropout")
     check_choice(config.attention, "attention", ("mha", "mla"))

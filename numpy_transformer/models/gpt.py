@@ -27,6 +27,7 @@ from ..module import Module
 from .blocks import validate_config
 from .encoder import EncoderBlock
 from .transformer import xavier_uniform_
+from ..errors import InputError
 
 
 @dataclass
@@ -87,7 +88,7 @@ class GPT(Module):
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
         T = ids.shape[1]
         if T > self.config.max_len:
-            raise ValueError(message("ids", f"sequence length T <= max_len={self.config.max_len}",
+            raise InputError(message("ids", f"sequence length T <= max_len={self.config.max_len}",
                                      f"T={T} (shape {tuple(ids.shape)})"))
         if mask is None:
             mask = make_causal_mask(T)                                        # (1, 1, T, T)

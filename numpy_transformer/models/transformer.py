@@ -15,6 +15,7 @@ from ..module import Module
 from .decoder import Decoder
 from .blocks import validate_config
 from .encoder import Encoder
+from ..errors import InputError
 
 
 @dataclass
@@ -92,7 +93,7 @@ class Transformer(Module):
         """memory (B, S, D), tgt (B, T) ids -> decoder output (B, T, D)."""
         check_ids(tgt, "tgt", self.config.tgt_vocab_size, ndim=2)
         if tgt.shape[0] != memory.shape[0]:
-            raise ValueError(message("tgt", f"batch size {memory.shape[0]} (as memory/src)",
+            raise InputError(message("tgt", f"batch size {memory.shape[0]} (as memory/src)",
                                      f"shape {tuple(tgt.shape)}"))
         y = self.tgt_pos.forward(self.tgt_embed.forward(tgt))                 # (B, T, D)
         return self.decoder.forward(y, memory, src_mask, tgt_mask)
@@ -108,7 +109,7 @@ class Transformer(Module):
         """
         check_ids(tgt, "tgt", self.config.tgt_vocab_size, ndim=2)
         if tgt.shape[0] != memory.shape[0]:
-            raise ValueError(message("tgt", f"batch size {memory.shape[0]} (as memory/src)",
+            raise InputError(message("tgt", f"batch size {memory.shape[0]} (as memory/src)",
                                      f"shape {tuple(tgt.shape)}"))
         past, T_new = cache.length, tgt.shape[1]
         y = append_positions(self.tgt_pos, self.tgt_embed.forward(tgt), past)  # (B, T_new, D)

@@ -23,6 +23,7 @@ import math
 from ..backend import xp
 from ..checks import message
 from .base import Optimizer, check_nonnegative, check_positive, check_unit_interval
+from ..errors import InputTypeError
 
 
 class Adam(Optimizer):
@@ -41,7 +42,7 @@ class Adam(Optimizer):
     def _configure(self, lr, betas, eps, weight_decay):
         check_positive(lr, "lr")
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise TypeError(message("betas", "a pair (beta1, beta2)", repr(betas)))
+            raise InputTypeError(message("betas", "a pair (beta1, beta2)", repr(betas)))
         check_unit_interval(betas[0], "betas[0]")
         check_unit_interval(betas[1], "betas[1]")
         check_positive(eps, "eps")

@@ -24,34 +24,35 @@ import numbers
 
 from ..backend import to_numpy, xp
 from ..checks import message
+from ..errors import InputError, InputTypeError
 
 
 def _check_number(value, name, expected):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(message(name, expected, repr(value)))
+        raise InputTypeError(message(name, expected, repr(value)))
     if not math.isfinite(value):
-        raise ValueError(message(name, expected, value))
+        raise InputError(message(name, expected, value))
 
 
 def check_positive(value, name):
     """value must be a finite real number > 0."""
     _check_number(value, name, "a number > 0")
     if value <= 0:
-        raise ValueError(message(name, "a number > 0", value))
+        raise InputError(message(name, "a number > 0", value))
 
 
 def check_nonnegative(value, name):
     """value must be a finite real number >= 0."""
     _check_number(value, name, "a number >= 0")
     if value < 0:
-        raise ValueError(message(name, "a number >= 0", value))
+        raise InputError(message(name, "a number >= 0", value))
 
 
 def check_unit_interval(value, name):
     """value must be a real number in [0, 1)."""
     _check_number(value, name, "a number in [0, 1)")
     if not 0 <= value < 1:
-        raise ValueError(message(name, "a number in [0, 1)", value))
+        raise InputError(message(name, "a number in [0, 1)", value))
 
 
 def _plain(value):
@@ -74,13 +75,13 @@ class Optimizer:
 
     def __init__(self, model, **hyperparameters):
         if not hasattr(model, "named_parameters"):
-            raise TypeError(message("model", "a Module", type(model).__name__))
+            raise InputTypeError(message("model", "a Module", type(model).__name__))
         self._configure(**hyperparameters)
         self.model = model
         self.step_count = 0
         named = list(model.named_parameters())              # [(name, param, grad)]
         if not named:
-            raise ValueError(message("model", "a Module with parameters", "no parameters"))
+            raise InputError(message("model", "a Module with parameters", "no parameters"))
         self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
                       for name, param, _ in named}
         largest = {}
@@ -140,26 +141,26 @@ class Optimizer:
     def _check_state(self, state):
         for key in ("step_count", "hyperparameters", "state"):
             if key not in state:
-                raise ValueError(message("state", f"an optimizer state_dict with key {key!r}",
+                raise InputError(message("state", f"an optimizer state_dict with key {key!r}",
                                          f"keys {sorted(state)}"))
         own_hyper, hyper = sorted(self.hyperparameters()), sorted(state["hyperparameters"])
         if own_hyper != hyper:
-            raise ValueError(message("state['hyperparameters']", f"keys {own_hyper}",
+            raise InputError(message("state['hyperparameters']", f"keys {own_hyper}",
                                      f"keys {hyper}"))
         saved = state["state"]
         missing = sorted(set(self.state) - set(saved))
         unexpected = sorted(set(saved) - set(self.state))
         if missing or unexpected:
-            raise ValueError(message("state", f"the parameters of {type(self).__name__}'s model",
+            raise InputError(message("state", f"the parameters of {type(self).__name__}'s model",
                                      f"missing {missing[:5]}, unexpected {unexpected[:5]}"))
         for name, bufs in self.state.items():
             if set(saved[name]) != set(bufs):
-                raise ValueError(message(f"state[{name!r}]", f"buffers {sorted(bufs)}",
+                raise InputError(message(f"state[{name!r}]", f"buffers {sorted(bufs)}",
                                          f"buffers {sorted(saved[name])}"))
             for b, own in bufs.items():
                 got, want = tuple(saved[name][b].shape), tuple(own.shape)
                 if got != want:
-                    raise ValueError(message(f"state[{name!r}][{b!r}]", f"shape {want}",
+                    raise InputError(message(f"state[{name!r}][{b!r}]", f"shape {want}",
                                              f"shape {got}"))
 
     def __repr__(self):

@@ -16,14 +16,15 @@ import numbers
 
 from ..checks import message
 from .base import check_nonnegative, check_positive
+from ..errors import InputError, InputTypeError
 
 
 def _check_int(value, name, minimum):
     expected = f"an integer >= {minimum}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(message(name, expected, repr(value)))
+        raise InputTypeError(message(name, expected, repr(value)))
     if value < minimum:
-        raise ValueError(message(name, expected, value))
+        raise InputError(message(name, expected, value))
 
 
 def _check_step(step):
@@ -75,11 +76,11 @@ class WarmupCosineSchedule:
         _check_int(warmup_steps, "warmup_steps", 0)
         _check_int(total_steps, "total_steps", 1)
         if total_steps <= warmup_steps:
-            raise ValueError(message("total_steps", f"more than warmup_steps={warmup_steps}",
+            raise InputError(message("total_steps", f"more than warmup_steps={warmup_steps}",
                                      total_steps))
         check_nonnegative(min_lr, "min_lr")
         if min_lr > peak_lr:
-            raise ValueError(message("min_lr", f"at most peak_lr={peak_lr}", min_lr))
+            raise InputError(message("min_lr", f"at most peak_lr={peak_lr}", min_lr))
         self.peak_lr, self.total_steps = peak_lr, total_steps
         self.warmup_steps, self.min_lr = warmup_steps, min_lr
 
@@ -126,7 +127,7 @@ class Scheduler:
 
     def __init__(self, optimizer, schedule):
         if not callable(schedule):
-            raise TypeError(message("schedule", "a callable step -> lr", type(schedule).__name__))
+            raise InputTypeError(message("schedule", "a callable step -> lr", type(schedule).__name__))
         self.optimizer, self.schedule = optimizer, schedule
         self.step()
 

@@ -14,6 +14,7 @@ With mu = 0 this is plain gradient descent, p <- p - lr * (g + wd * p).
 from ..backend import xp
 from ..checks import message
 from .base import Optimizer, check_nonnegative, check_positive
+from ..errors import InputError, InputTypeError
 
 
 class SGD(Optimizer):
@@ -33,9 +34,9 @@ class SGD(Optimizer):
         check_nonnegative(momentum, "momentum")
         check_nonnegative(weight_decay, "weight_decay")
         if not isinstance(nesterov, bool):
-            raise TypeError(message("nesterov", "True or False", repr(nesterov)))
+            raise InputTypeError(message("nesterov", "True or False", repr(nesterov)))
         if nesterov and momentum == 0:
-            raise ValueError(message("momentum", "a number > 0 when nesterov=True", momentum))
+            raise InputError(message("momentum", "a number > 0 when nesterov=True", momentum))
         self.lr, self.momentum = lr, momentum
         self.weight_decay, self.nesterov = weight_decay, nesterov
 
