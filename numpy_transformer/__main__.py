@@ -1,4 +1,4 @@
-"""`python -m numpy_transformer ...`: see cli.py."""
+"""`python -m numpy_transformer ...`: see cli/__init__.py."""
 
 from .cli import main
 

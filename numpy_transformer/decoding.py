@@ -9,9 +9,10 @@ costs O(t) instead of O(t^2), and the tokens are the same as without the cache.
     greedy_decode(model, src)          encoder-decoder Transformer: most likely token
     beam_search(model, src, 4)         encoder-decoder Transformer: K best prefixes
     sample(model, prompt, 50)          GPT: random draws with temperature and top-k
+    generate_text(model, tok, "ROMEO:", 300)    GPT: text in, longer text out
 
 PAD and BOS are never predicted by greedy and beam search (their logits are set
-to -inf); sampling never draws PAD.
+to -inf); sampling never draws PAD, nor the ids given in `exclude`.
 """
 
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from .kv_cache import KVCache, kv_cache_bytes  # noqa: F401  (re-exported)
 from .layers.softmax import log_softmax, softmax
 from .masks import make_causal_mask, make_padding_mask
 from .errors import InputError, InputTypeError
+from .sizes import check_fits
 
 
 @contextmanager
@@ -52,6 +54,11 @@ def _decode_steps(model, src, max_len):
     """How many tokens to generate at most: max_len, default S + 10 capped by the model."""
     if not hasattr(model, "encode"):
         raise InputTypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
+    vocab = getattr(model.config, "src_vocab_size", None)
+    if vocab is not None:
+        check_ids(src, "src", vocab, ndim=2)
+    elif getattr(src, "ndim", None) != 2:
+        raise InputError(message("src", "2 dimensions (B, S)", f"shape {tuple(src.shape)}"))
     limit = model.config.max_len
     if max_len is None:
         return min(src.shape[1] + 10, limit)
@@ -131,6 +138,15 @@ def _beam_step(logp, scores, lengths, finished, pad_id, alpha):
     return beam, token, scores, xp.take_along_axis(new_lengths, beam, axis=1)
 
 
+def _check_beam_memory(model, rows, S, steps):
+    """Refuse a beam too wide for memory: logits and caches of rows = B * K hypotheses."""
+    c = model.config
+    layers, D = getattr(c, "num_decoder_layers", 1), getattr(c, "d_model", 1)
+    per_row = getattr(c, "tgt_vocab_size", 1) + 2 * layers * D * (steps + S) + D * S
+    check_fits(rows * per_row * 4, "--beam (beam_size)",
+               "choose a smaller beam")
+
+
 def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bos_id=1,
                 eos_id=2, use_cache=True, cache=None):
     """The K = beam_size most likely prefixes kept at every step; the best one returned.
@@ -150,6 +166,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     src = xp.asarray(src)
     steps = _decode_steps(model, src, max_len)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
+    _check_beam_memory(model, B * K, src.shape[1], steps)
     with _eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
         memory = xp.repeat(model.encode(src, src_mask), K, axis=0)               # (B*K, S, D)
@@ -202,15 +219,23 @@ def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k):
                                  f"{config.max_len - T0 + 1}", max_new_tokens))
 
 
-def _draw(logits, pad_id, temperature, top_k, rng):
+def _draw(logits, excluded, temperature, top_k, rng):
     """One token per row from softmax(logits / temperature) over the top_k logits.
 
-    logits (B, V) -> ids (B,). The uniform numbers come from the CPU generator
-    `rng` (one per row and step), so a seed gives the same text on NumPy and CuPy:
-    the token is the first index whose cumulative probability reaches u in (0, 1].
+    logits (B, V) -> ids (B,); the ids in `excluded` are never drawn. The row max
+    is subtracted before dividing by the temperature, and the result is kept above
+    -700 (exp(-700) ~ 1e-304), so a tiny temperature leaves the best token alone
+    (greedy) instead of overflowing to inf - inf = NaN.
+    The uniform numbers come from the CPU generator `rng` (one per row and step),
+    so a seed gives the same text on NumPy and CuPy: the token is the first index
+    whose cumulative probability reaches u in (0, 1].
     """
-    logits = logits / float(temperature)                                         # (B, V)
-    logits[:, pad_id] = -xp.inf
+    T = float(temperature)
+    logits = logits.astype(xp.float64)                     # a copy; 1 / 1e-300 fits float64
+    logits[:, list(excluded)] = -xp.inf                                           # (B, V)
+    shifted = logits - logits.max(axis=-1, keepdims=True)                         # <= 0
+    logits = xp.maximum(shifted, -700.0 * T) * (1.0 / T)   # in [-700, 0]: exp(-700) ~ 0
+    logits[:, list(excluded)] = -xp.inf
     if top_k is not None:
         kth = xp.sort(logits, axis=-1)[:, -top_k][:, None]                       # (B, 1)
         logits = xp.where(logits < kth, -xp.inf, logits)     # ties with the k-th all stay
@@ -221,19 +246,26 @@ def _draw(logits, pad_id, temperature, top_k, rng):
 
 
 def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=None,
-           use_cache=True, eos_id=None, cache=None):
+           use_cache=True, eos_id=None, cache=None, exclude=()):
     """Continue prompt (B, T0) ids by max_new_tokens random draws from a GPT.
 
     Each step draws from softmax(logits / temperature), restricted to the top_k
     largest logits when top_k is given (top_k=1 is greedy; temperature must be
-    > 0). PAD is never drawn. Draws come from the NumPy Generator `rng` (fresh,
-    unseeded when None). With eos_id, a row that drew EOS is padded after it.
+    > 0). PAD is never drawn, nor the ids in `exclude`. Draws come from the NumPy
+    Generator `rng` (fresh, unseeded when None). With eos_id, a row that drew EOS
+    is padded after it.
     Needs T0 + max_new_tokens - 1 <= max_len (the last token is never fed back).
     Returns (B, T0 + max_new_tokens) ids, the prompt included.
     """
     _check_sample_args(model, prompt, max_new_tokens, temperature, top_k)
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise InputTypeError(message("rng", "a numpy.random.Generator (np.random.default_rng("
+                                     "seed)) or None", repr(rng)))
     rng = rng if rng is not None else np.random.default_rng()
     pad_id, B = model.config.pad_id, prompt.shape[0]
+    excluded = sorted({pad_id, *(int(i) for i in exclude)})
+    if len(excluded) >= model.config.vocab_size:
+        raise InputError(message("exclude", "some ids left to draw", f"all {len(excluded)}"))
     out = xp.asarray(prompt, dtype=xp.int64)                                     # (B, T0)
     done = xp.zeros(B, dtype=xp.bool_)                                           # (B,)
     with _eval_mode(model):
@@ -243,7 +275,7 @@ def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=No
                 logits = model.forward(out)[:, -1]                               # (B, V)
             else:
                 logits = model.forward_incremental(out[:, cache.length:], cache)[:, -1]
-            next_id = _draw(logits, pad_id, temperature, top_k, rng)             # (B,)
+            next_id = _draw(logits, excluded, temperature, top_k, rng)           # (B,)
             if eos_id is not None:
                 next_id = xp.where(done, pad_id, next_id)
                 done |= next_id == eos_id
@@ -259,3 +291,34 @@ def strip_special(ids, eos_id=2, pad_id=0):
             row = row[:row.index(eos_id)]
         rows.append([t for t in row if t != pad_id])
     return rows
+
+
+def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, top_k=None,
+                  seed=0, stop_at_eos=False):
+    """The prompt followed by max_new_tokens sampled tokens, as text.
+
+    Special tokens are never drawn (padding, <bos>, <unk>), nor <eos> unless
+    stop_at_eos: then the text ends at the first <eos>. The model sees at most
+    max_len tokens, so a long generation slides the window: it keeps the last
+    max_len // 2 tokens as the context of the next chunk.
+    """
+    from .data.tokenizers import BOS_ID, EOS_ID, UNK_ID
+    ids = tokenizer.encode(prompt)
+    if not ids:
+        raise InputError(message("--prompt", "at least one character", repr(prompt)))
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    rng, max_len, out = np.random.default_rng(seed), model.config.max_len, list(ids)
+    exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)
+    remaining = max_new_tokens
+    while remaining > 0:
+        context = out[-(max_len // 2 or 1):] if len(out) > max_len // 2 else out
+        n = min(remaining, max_len - len(context) + 1)
+        seq = sample(model, xp.asarray([context], dtype=xp.int64), n, temperature=temperature,
+                     top_k=top_k, rng=rng, exclude=exclude)                # (1, T0 + n)
+        new = [int(t) for t in to_numpy(seq[0, len(context):])]
+        if stop_at_eos and EOS_ID in new:
+            out += new[:new.index(EOS_ID)]
+            break
+        out += new
+        remaining -= n
+    return tokenizer.decode(out)

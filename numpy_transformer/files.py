@@ -1,8 +1,31 @@
-"""Writing files so that a crash never leaves a half-written one behind."""
+"""Files: writing them so that a crash never leaves a half-written one behind, and
+reading only regular files (a FIFO would block forever, /dev/zero never ends)."""
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
+
+from .checks import message
+from .errors import InputError
+
+
+def check_regular_file(path, name):
+    """FileNotFoundError for a missing path, InputError for anything but a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(message(name, "an existing file", repr(str(path)))) from None
+    except OSError as err:
+        raise InputError(message(name, "a readable file",
+                                 f"{str(path)!r} ({err.strerror or err})")) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(message(name, "a file", f"the directory {str(path)!r}"))
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" \
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" \
+            if stat.S_ISSOCK(mode) else "a special file"
+        raise InputError(message(name, "a regular file", f"{kind}: {str(path)!r}"))
 
 
 @contextmanager

@@ -5,14 +5,12 @@ process per grade; copies are made once per module and copied again where a test
 needs to change them.
 """
 
-import argparse
 import json
 import shutil
 
 import pytest
 
 from numpy_transformer.assignment import PARTS, grade, grade_assignment, make, reveal
-from numpy_transformer.assignment.cli import add_subcommand
 from numpy_transformer.assignment.make import PACKAGE, package_regions, read_manifest
 from numpy_transformer.assignment.markers import (MarkerError, parse_regions,
                                                   regions_in_source, stub_lines)
@@ -153,21 +151,6 @@ def test_crash_and_time_out_cost_only_their_part(solution_copy, tmp_path):
     assert report["linear"].points == 0 and "exited with status 3" in report["linear"].message
     assert report["layernorm"].points == 0 and "timed out" in report["layernorm"].message
     assert report["softmax"].points == 10
-
-
-def test_command_line(tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    add_subcommand(parser.add_subparsers(dest="command"))
-    out = tmp_path / "copy"
-    args = parser.parse_args(["assignment", "make", "--out", str(out), "--parts", "adam"])
-    assert args.run(args) == 0
-    assert read_manifest(out)["parts"] == ["adam"]
-    args = parser.parse_args(["assignment", "grade", str(out), "--json", str(tmp_path / "g.json")])
-    assert args.run(args) == 1                    # the stubbed part scores 0
-    assert json.loads((tmp_path / "g.json").read_text())["parts"][0]["part"] == "adam"
-    args = parser.parse_args(["assignment", "make", "--out", str(tmp_path / "x"), "--parts", "no"])
-    assert args.run(args) == 2
-    assert "valid parts: linear" in capsys.readouterr().err
 
 
 # The mistake catalogue: each mistake must be caught, in its own part.

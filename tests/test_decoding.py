@@ -237,3 +237,31 @@ def test_a_used_cache_is_refused():
     greedy_decode(model, source(), max_len=3, cache=cache)
     with pytest.raises(ValueError, match="cache: expected an empty KVCache"):
         greedy_decode(model, source(), cache=cache)
+
+
+def test_decoding_checks_its_preconditions():
+    from numpy_transformer.errors import InputError, InputTypeError
+    from numpy_transformer.models import TransformerConfig, build_transformer
+    from numpy_transformer.models.gpt import GPT, GPTConfig
+    model = build_transformer(TransformerConfig(src_vocab_size=9, tgt_vocab_size=9, d_model=8,
+                                                num_heads=2, d_ff=16, num_encoder_layers=1,
+                                                num_decoder_layers=1, max_len=16))
+    with pytest.raises(InputError, match=r"src: expected 2 dimensions"):
+        greedy_decode(model, np.array([3, 4, 5]))
+    gpt = GPT(GPTConfig(vocab_size=9, d_model=8, num_heads=2, d_ff=16, num_layers=1,
+                        max_len=16))
+    with pytest.raises(InputTypeError, match=r"rng: expected a numpy.random.Generator"):
+        sample(gpt, np.array([[3]]), 2, rng=3)
+
+
+def test_sampling_never_draws_padding_or_excluded_ids_even_at_tiny_temperatures():
+    from numpy_transformer.models.gpt import GPT, GPTConfig
+    gpt = GPT(GPTConfig(vocab_size=9, d_model=8, num_heads=2, d_ff=16, num_layers=1,
+                        max_len=40))
+    rng = np.random.default_rng(0)
+    for temperature in (1e-300, 1e-30, 0.5, 5.0, 1e30):
+        out = sample(gpt, np.array([[3, 4]]), 30, temperature=temperature, rng=rng,
+                     exclude=(1, 2))
+        assert not np.isin(out[:, 2:], [0, 1, 2]).any(), temperature
+    greedy = sample(gpt, np.array([[3, 4]]), 10, temperature=1e-300, rng=rng)
+    assert (greedy == sample(gpt, np.array([[3, 4]]), 10, top_k=1, rng=rng)).all()

@@ -1,11 +1,13 @@
 """`figures`: every key figure of the lessons is written as a non-empty PNG (--quick here)."""
 
+import subprocess
+import sys
+
 import pytest
 
 pytest.importorskip("matplotlib")
 
-from numpy_transformer import figures                     # noqa: E402
-from numpy_transformer.cli import Parser, main             # noqa: E402
+from numpy_transformer import lesson_figures as figures     # noqa: E402
 
 NAMES = ["positional_encoding", "masks", "gradient_norms_depth", "kv_cache_bytes",
          "noam_schedule", "attention_cross", "attention_encoder_self", "attention_decoder_self"]
@@ -19,23 +21,14 @@ def check_pngs(folder):
         assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n", path
 
 
-def test_quick_figures_write_every_png(tmp_path, capsys):
-    parser = Parser(prog="python -m numpy_transformer")
-    figures.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
-    args = parser.parse_args(["figures", "--quick", "--out", str(tmp_path / "figs")])
-    assert args.run(args) == 0
-    check_pngs(tmp_path / "figs")
-    written = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert written == sorted(f"{name}.png" for name in NAMES)
-    assert "8 figures" in capsys.readouterr().out
-
-
-def test_figures_command_of_the_cli(tmp_path, capsys):
-    if main(["figures", "--help"]) != 0:             # exit status 2: an unknown command
-        pytest.skip("the figures command is not registered in cli.py yet")
-    capsys.readouterr()
-    assert main(["figures", "--quick", "--out", str(tmp_path)]) == 0
-    check_pngs(tmp_path)
+def test_figures_command_writes_every_png(tmp_path):
+    out = tmp_path / "figs"
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "figures", "--quick",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "8 figures in" in done.stdout
+    check_pngs(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{name}.png" for name in NAMES)
 
 
 def test_figure_helpers_return_figures_without_a_path():

@@ -15,8 +15,8 @@ from numpy_transformer.metrics import (evaluate_lm, evaluate_seq2seq, perplexity
                                        sequence_accuracy, token_accuracy)
 from numpy_transformer.models import TransformerConfig, build_transformer
 from numpy_transformer.training import TrainConfig, Trainer, TrainingDiverged
-from numpy_transformer.training_data import PairStream, TextStream
-from numpy_transformer.training_state import History
+from numpy_transformer.training import PairStream, TextStream
+from numpy_transformer.training import History
 
 
 def tiny_model(tok, dropout=0.1, seed=3):

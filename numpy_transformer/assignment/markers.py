@@ -18,12 +18,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
+
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+))?[ \t]*$")
 END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+))?[ \t]*$")
 HINT = re.compile(r"^[ \t]*# HINT: (?P<hint>.+?)[ \t]*$")
 
 
-class MarkerError(ValueError):
+class MarkerError(InputError):
     """A malformed solution region (where and what is wrong)."""
 
 

@@ -18,17 +18,15 @@ from pathlib import Path
 
 from ..checks import check_positive_int, message
 from ..errors import InputError, InputTypeError
+from ..files import check_regular_file
 
 
 def read_text_file(path, name="path"):
     """The whole file at `path`, decoded as UTF-8 (strict); clear errors naming it."""
     path = Path(path)
+    check_regular_file(path, name)
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(message(name, "an existing file", repr(str(path)))) from None
-    except IsADirectoryError:
-        raise InputError(message(name, "a file", f"the directory {str(path)!r}")) from None
     except OSError as err:
         raise InputError(message(name, "a readable file",
                                  f"{str(path)!r} ({err.strerror or err})")) from None
@@ -74,7 +72,8 @@ def _keep(pairs, max_examples, max_len):
     return kept
 
 
-def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None):
+def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None,
+                  names=("src_path", "tgt_path")):
     """[(src_line, tgt_line)] from two line-aligned UTF-8 files (line i <-> line i).
 
     max_len:      drop a pair if either side has more than max_len
@@ -82,8 +81,8 @@ def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None):
     max_examples: keep only the first max_examples pairs (after filtering).
     Pairs with a blank side are dropped; lines are stripped of outer spaces.
     """
-    src_lines = read_lines(src_path, "src_path")
-    tgt_lines = read_lines(tgt_path, "tgt_path")
+    src_lines = read_lines(src_path, names[0])
+    tgt_lines = read_lines(tgt_path, names[1])
     if len(src_lines) != len(tgt_lines):
         raise InputError(f"parallel files must have the same number of lines: "
                          f"{str(src_path)!r} has {len(src_lines)}, "
@@ -91,7 +90,7 @@ def load_parallel(src_path, tgt_path, *, max_examples=None, max_len=None):
     return _keep(zip(src_lines, tgt_lines), max_examples, max_len)
 
 
-def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
+def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None, name="path"):
     """[(src, tgt)] from a tab-separated UTF-8 file, one pair per line.
 
     columns: which two tab-separated fields are the source and the target
@@ -105,7 +104,7 @@ def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
                                  repr(columns)))
     needed = max(columns) + 1
     pairs = []
-    for number, line in enumerate(read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path, name), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -117,9 +116,9 @@ def load_tsv(path, *, columns=(0, 1), max_examples=None, max_len=None):
     return _keep(pairs, max_examples, max_len)
 
 
-def load_text(path):
+def load_text(path, name="path"):
     """The whole text of a UTF-8 file, unchanged (for a character language model)."""
-    return read_text_file(path)
+    return read_text_file(path, name)
 
 
 def split_text(text, val_fraction=0.1):

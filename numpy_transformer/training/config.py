@@ -6,12 +6,12 @@ models tolerate it), then a cosine decay that ends the run at a low rate, where
 the last few hundred steps polish the accuracy.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .checks import check_choice, check_positive_int, check_probability, message
-from .optim import NoamSchedule, WarmupCosineSchedule
-from .optim.base import check_nonnegative, check_positive
-from .errors import InputError
+from ..checks import check_choice, check_positive_int, check_probability, message
+from ..optim import NoamSchedule, WarmupCosineSchedule
+from ..optim.base import check_nonnegative, check_positive
+from ..errors import InputError
 
 
 @dataclass
@@ -27,14 +27,17 @@ class TrainConfig:
     clip_norm: float = 1.0            # clip the global gradient norm to this (None: no clipping)
     eval_every: int = 500             # evaluate every N steps (0: only at the end)
     checkpoint_every: int = 500       # write last.npz every N steps (0: only at the end)
+    log_every: int = 100              # without a progress bar, print a line every N steps (0: never)
+    batch_size: int = 64              # sequences per batch (the data stream's)
+    seed: int = 0                     # seed of the data order and of dropout
     progress: bool = None             # progress bar: None = only on a terminal / in Jupyter
-    extra: dict = field(default_factory=dict)   # free-form settings saved with the run
 
     def __post_init__(self):
         check_positive_int(self.steps, "steps")
         check_positive(self.lr, "lr")
         check_choice(self.schedule, "schedule", ("cosine", "noam"))
-        for name in ("warmup", "eval_every", "checkpoint_every"):
+        check_positive_int(self.batch_size, "batch_size")
+        for name in ("warmup", "eval_every", "checkpoint_every", "log_every", "seed"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(message(name, "an integer >= 0", repr(value)))
@@ -48,6 +51,8 @@ class TrainConfig:
         check_nonnegative(self.weight_decay, "weight_decay")
         if self.clip_norm is not None:
             check_positive(self.clip_norm, "clip_norm")
+        if self.progress not in (None, True, False):
+            raise InputError(message("progress", "True, False or None", repr(self.progress)))
         self.betas = tuple(self.betas)
 
     def make_schedule(self, d_model):

@@ -1,4 +1,4 @@
-"""`python -m numpy_transformer figures`: the key figures of the lessons, as PNG files.
+"""The key figures of the lessons, as PNG files (`python -m numpy_transformer figures`).
 
     python -m numpy_transformer figures                         # into figures/, under a minute
     python -m numpy_transformer figures --out /tmp/f --quick    # smaller versions, a few seconds
@@ -18,11 +18,9 @@ objects (no display needed).
 """
 
 import os
-import time
 
 import numpy as np
 
-from .cli import add_common, nonnegative_int
 from .plotting import _save, new_figure, plot_attention, plot_positional_encoding
 
 # Full-size and --quick settings of the figures that cost time.
@@ -30,30 +28,6 @@ FULL = dict(depth=24, depth_seeds=3, schedule_steps=20000, kv_points=64,
             reverse=dict(steps=600, d_model=64, heads=4, d_ff=256, layers=2, batch_size=64))
 QUICK = dict(depth=6, depth_seeds=1, schedule_steps=2000, kv_points=8,
              reverse=dict(steps=30, d_model=32, heads=2, d_ff=64, layers=1, batch_size=32))
-
-
-def add_parser(commands):
-    p = commands.add_parser(
-        "figures", help="draw the key figures of the lessons as PNG files",
-        description="Write the lessons' key figures (positional encoding, masks, gradient "
-        "norms through depth, KV-cache bytes, the Noam schedule, attention maps of a briefly "
-        "trained reverse model) as PNG files.")
-    p.add_argument("--out", default="figures", help="folder for the PNG files (default figures/)")
-    p.add_argument("--quick", action="store_true",
-                   help="smaller, faster versions (a few seconds; for tests)")
-    p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="seed of the weights, data and inputs (default 0)")
-    add_common(p)
-    p.set_defaults(run=run_figures)
-
-
-def run_figures(args):
-    start = time.perf_counter()
-    paths = write_figures(args.out, quick=args.quick, seed=args.seed)
-    print(f"{len(paths)} figures in {time.perf_counter() - start:.0f} s:")
-    for path in paths:
-        print(f"  {path}")
-    return 0
 
 
 def write_figures(out="figures", *, quick=False, seed=0, log=print):
@@ -187,9 +161,7 @@ def train_reverse(steps, d_model, heads, d_ff, layers, batch_size, seed=0):
     example (src_ids, tgt_ids) being the longest of 50 held-out pairs."""
     from .data import encode_pairs, get_task
     from .models import TransformerConfig, build_transformer
-    from .training import Trainer
-    from .training_config import TrainConfig
-    from .training_data import PairStream
+    from .training import PairStream, TrainConfig, Trainer
     task = get_task("reverse")
     tok = task.tokenizer()
     model = build_transformer(TransformerConfig(

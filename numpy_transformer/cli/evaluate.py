@@ -4,20 +4,19 @@
     python -m numpy_transformer translate --checkpoint runs/reverse/best.npz "hello" "world"
 """
 
-import os
-
 import numpy as np
 
-from .checks import message
-from .cli import add_common, nonnegative_int, positive_int
-from .errors import InputError
-
-KINDS = {"seq2seq": "an encoder-decoder checkpoint written by `train`",
-         "lm": "a language-model checkpoint written by `train-lm`"}
+from ..checkpoint import load_run
+from ..checks import message
+from ..data import UNK_ID, encode_pairs, get_task, load_text
+from ..data.corpus import fits, read_pairs
+from ..errors import InputError
+from ..metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
+from .options import add_common, nonnegative_int, positive_int
 
 
 def add_parsers(commands):
-    from .data import TASKS
+    from ..data import TASKS
     p = commands.add_parser("evaluate", help="score a checkpoint on held-out data",
                             description="Exact match and token accuracy (tasks), BLEU "
                             "(corpora) or loss and perplexity (language models).")
@@ -45,79 +44,76 @@ def add_parsers(commands):
     p.set_defaults(run=run_translate)
 
 
-def load_run(path, kind=None):
-    """(model, {name: tokenizer}, metadata) of a checkpoint of `kind` ("seq2seq", "lm" or
-    None for either); metadata["kind"] says which it is."""
-    from .checkpoint import load_checkpoint
-    from .data import Tokenizer
-    ckpt = load_checkpoint(path)
-    meta = ckpt.metadata
-    found = meta.get("kind") or ("lm" if type(ckpt.model).__name__ == "GPT" else "seq2seq")
-    meta = {**meta, "kind": found}
-    kind = kind or found
-    if found != kind:
-        raise InputError(message("--checkpoint", KINDS[kind], f"{path}, {KINDS[found]}"))
-    tokenizers = {name: Tokenizer.from_dict(d, source=f"{path} ({name} tokenizer)")
-                  for name, d in meta.get("tokenizers", {}).items()}
-    for name in (("text",) if kind == "lm" else ("src", "tgt")):
-        beside = os.path.join(os.path.dirname(os.path.abspath(path)), f"{name}_tokenizer.json")
-        if name not in tokenizers and os.path.isfile(beside):
-            tokenizers[name] = Tokenizer.load(beside)
-        if name not in tokenizers:
-            raise InputError(message("--checkpoint", f"a checkpoint with its {name} tokenizer "
-                                     f"(or {beside})", path))
-    return ckpt.model, tokenizers, meta
-
-
-def _encode_all(tok, texts, what):
+def _encode_all(tok, texts, what, max_len):
     seqs = [tok.encode(t) for t in texts]
     for i, seq in enumerate(seqs):
         if not seq:
             raise InputError(message(f"{what} {i + 1}", "at least one token", repr(texts[i])))
+        if len(seq) > max_len:
+            raise InputError(message(f"{what} {i + 1}", f"at most {max_len} tokens (the "
+                                     f"model's max_len)", f"{len(seq)} tokens"))
     return seqs
 
 
 def run_translate(args):
-    from .metrics import decode_batches
     model, toks, _ = load_run(args.checkpoint, "seq2seq")
-    seqs = _encode_all(toks["src"], args.texts, "TEXT")
+    seqs = _encode_all(toks["src"], args.texts, "TEXT", model.config.max_len)
+    _warn_unknown([id_ for seq in seqs for id_ in seq], "TEXT", "words or characters")
     outputs = decode_batches(model, seqs, max_len=args.max_len, beam_size=args.beam)
     for out in outputs:
         print(toks["tgt"].decode(out))
     return 0
 
 
+def _warn_unknown(ids, where, what):
+    unknown = sum(1 for i in ids if i == UNK_ID)
+    if unknown:
+        print(f"warning: {unknown} of {len(ids)} {what} of {where} are not in the model's "
+              f"vocabulary (read as <unk>)")
+
+
 def _evaluation_pairs(args, meta, toks):
-    from .cli_train import _read_pairs
-    from .data import encode_pairs, get_task
+    """(encoded pairs, bleu?, decoding limit, a description of what is scored)."""
     if args.tsv or args.src or args.tgt:
-        if not args.tsv and not (args.src and args.tgt):
-            raise InputError("a parallel corpus needs both --src and --tgt")
-        pairs = _read_pairs(args.src, args.tgt, args.tsv, None, "evaluation data")
-        return encode_pairs(pairs, toks["src"], toks["tgt"]), True, None
+        pairs = read_pairs(args.src, args.tgt, args.tsv, "evaluation data")
+        encoded = encode_pairs(pairs, toks["src"], toks["tgt"])
+        where = args.tsv or f"{args.src} / {args.tgt}"
+        _warn_unknown([i for s, _ in encoded for i in s], where + " (sources)", "words")
+        _warn_unknown([i for _, t in encoded for i in t], where + " (references)", "words")
+        return encoded, True, None, f"{len(pairs)} sentence pairs of {where}"
     name = args.task or meta.get("task")
     if name is None:
         raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
     task = get_task(name)
     pairs = task.sample(np.random.default_rng([args.seed, 2]), args.examples, split="test")
-    return encode_pairs(pairs, toks["src"], toks["tgt"]), False, task.max_tgt_len + 2
+    return encode_pairs(pairs, toks["src"], toks["tgt"]), False, task.max_tgt_len + 2, \
+        f"{args.examples} held-out examples of the {name} task (test split, seed {args.seed})"
 
 
 def run_evaluate(args):
-    from .metrics import evaluate_lm, evaluate_seq2seq, format_metrics
     model, toks, meta = load_run(args.checkpoint)
     if meta["kind"] == "lm":
-        from .data import load_text
         if not args.text:
             raise InputError("evaluating a language model needs --text FILE")
-        ids = toks["text"].encode(load_text(args.text))
-        scores = evaluate_lm(model, ids, block_size=model.config.max_len)
-        print(f"{args.text}: loss {scores['loss']:.4f} nats per character, "
-              f"perplexity {scores['perplexity']:.2f}")
+        ids = toks["text"].encode(load_text(args.text, "--text"))
+        _warn_unknown(ids, args.text, "characters")
+        if len(ids) < 2:
+            raise InputError(message("--text", "at least 2 characters", len(ids)))
+        scores = evaluate_lm(model, ids, block_size=min(model.config.max_len, len(ids) - 1))
+        print(f"{args.text} (the whole file, {len(ids):,} characters): loss "
+              f"{scores['loss']:.4f} nats per character, perplexity {scores['perplexity']:.2f}")
         return 0
-    pairs, bleu, max_len = _evaluation_pairs(args, meta, toks)
+    pairs, bleu, max_len, what = _evaluation_pairs(args, meta, toks)
+    kept = [pair for pair in pairs if fits(pair, model.config.max_len)]
+    if len(kept) < len(pairs):
+        print(f"note: skipped {len(pairs) - len(kept)} of {len(pairs)} pairs longer than the "
+              f"model's max_len of {model.config.max_len} tokens")
+    if not kept:
+        raise InputError(message("evaluation data", f"pairs of at most {model.config.max_len} "
+                                 f"tokens (the model's max_len)", "only longer ones"))
+    pairs = kept
     scores = evaluate_seq2seq(model, pairs, tgt_tokenizer=toks["tgt"], bleu=bleu,
                               max_len=max_len, beam_size=args.beam)   # plain cross-entropy
     scores.pop("predictions")
-    print(f"{len(pairs)} held-out examples: {format_metrics(scores)}")
+    print(f"{what}: {format_metrics(scores)}")
     return 0

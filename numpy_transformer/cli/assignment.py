@@ -4,34 +4,23 @@
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
-sub-command's `run(args)` returns the exit status (2 for a usage error such as
-an unknown part or a DIR that is not a student copy).
+sub-command's `run(args)` returns the exit status. Bad input (an unknown part,
+a DIR that is not a student copy, bad markers) ends as every command's does:
+`error: ...` and exit status 2.
 """
 
-import sys
-
-from .parts import PARTS
+from ..assignment.parts import PARTS
+from .options import add_common, positive_float
 
 
 def _run_make(args):
-    from .make import make_assignment
+    from ..assignment.make import make_assignment
     return make_assignment(args.out, args.parts, solutions=args.solutions)
 
 
 def _run_grade(args):
-    from .grade import grade_assignment
+    from ..assignment.grade import grade_assignment
     return grade_assignment(args.dir, json_out=args.json, parts=args.parts, timeout=args.timeout)
-
-
-def _guarded(run):
-    """Turn the clear ValueErrors (bad part, bad DIR, bad markers) into `error: ...`, exit 2."""
-    def guarded(args):
-        try:
-            return run(args)
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-    return guarded
 
 
 def add_subcommand(subparsers):
@@ -49,13 +38,15 @@ def add_subcommand(subparsers):
                       help="the parts to stub (default: all)")
     make.add_argument("--solutions", action="store_true",
                       help="keep the reference code (a solution copy, to check the grader)")
-    make.set_defaults(run=_guarded(_run_make))
+    add_common(make)
+    make.set_defaults(run=_run_make)
     grade = commands.add_parser("grade", help="grade the student copy in DIR")
     grade.add_argument("dir", metavar="DIR", help="a folder made by `assignment make`")
     grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON to FILE")
     grade.add_argument("--parts", nargs="+", metavar="PART",
                        help="grade only these parts (default: the copy's)")
-    grade.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
-    grade.set_defaults(run=_guarded(_run_grade))
+    add_common(grade)
+    grade.set_defaults(run=_run_grade)
     return parser

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from .files import atomic_write
-from .errors import InputError
+from ..files import atomic_write
+from ..errors import InputError
 
 
 class History:

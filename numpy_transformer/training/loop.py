@@ -1,7 +1,7 @@
 """The training loop: Adam with a warm-up schedule, label smoothing, gradient clipping,
-a progress bar, periodic evaluation, checkpoints, history and resuming.
+a progress bar (or plain log lines), periodic evaluation, checkpoints, history and resuming.
 
-    stream = PairStream.from_task(task, tok, batch_size=64)          # training_data.py
+    stream = PairStream.from_task(task, tok, batch_size=64)          # streams.py
     trainer = Trainer(model, stream, TrainConfig(steps=3000), out="runs/reverse",
                       evaluate=lambda m: evaluate_seq2seq(m, test_pairs),
                       best_metric="exact_match")
@@ -14,77 +14,86 @@ steps the model is evaluated on held-out data; every `checkpoint_every` steps
 dropout generators' states: resuming continues exactly as an uninterrupted
 run), and `out/best.npz` whenever the best metric improves.
 
-A NaN or infinite loss stops training with `TrainingDiverged`, leaving the
-last good checkpoint untouched. Ctrl-C finishes the current step, writes a
-checkpoint and returns (a second Ctrl-C stops at once).
+Nothing is lost (see run_folder.py and signals.py): the run folder is locked
+while training and an earlier run in it is never replaced unless asked; a
+checkpoint is written only when every weight is finite, so a NaN or infinite
+loss stops training with `TrainingDiverged` naming a checkpoint that is good;
+Ctrl-C, SIGTERM and a closed output (`... | head`) finish the current step,
+write a checkpoint and return (a second signal stops at once).
 """
 
-import contextlib
 import math
 import os
-import signal
-import threading
+import sys
 import time
 from dataclasses import asdict, dataclass
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .checks import message
-from .data.tokenizers import PAD_ID
-from .losses import CrossEntropyLoss
-from .metrics import format_metrics
-from .optim import Adam, AdamW, Scheduler, clip_grad_norm
-from .training_config import TrainConfig
-from .training_state import History, generator_states, load_generator_states, progress_bar
-from .errors import InputError
+import numpy as np
 
+from ..backend import xp
+from ..checkpoint import load_checkpoint, save_checkpoint
+from ..checks import message
+from ..errors import InputError, TrainingDiverged
+from ..losses import CrossEntropyLoss
+from ..metrics import format_metrics
+from ..optim import Adam, AdamW, Scheduler, clip_grad_norm
+from .config import TrainConfig
+from .run_folder import RunFolder
+from .signals import silence_stdout, stop_requests
+from .state import History, generator_states, load_generator_states, progress_bar
 
-class TrainingDiverged(RuntimeError):
-    """The loss (or the gradient norm) became NaN or infinite."""
+__all__ = ["Trainer", "TrainResult", "TrainingDiverged"]
 
 
 @dataclass
 class TrainResult:
     step: int                 # steps done
-    interrupted: bool         # stopped early by Ctrl-C (a checkpoint was written)
+    interrupted: bool         # stopped early (a checkpoint was written)
     metrics: dict             # the last evaluation (None if never evaluated)
     best: float               # the best value of the best metric seen (None if none)
     history: History          # the training curves
     checkpoint: str           # path of the last checkpoint written (None if no `out`)
+    stop_reason: str = None   # why it stopped early: "SIGINT", "SIGTERM", "closed output", ...
 
 
 class Trainer:
-    """Trains `model` on batches from `stream` (training_data.py).
+    """Trains `model` on batches from `stream` (streams.py).
 
     evaluate:    evaluate(model) -> dict of metrics on held-out data (or None)
     best_metric: the key of that dict deciding best.npz; higher_is_better its direction
-    out:         folder for last.npz, best.npz, history.json, tokenizers (None: write nothing)
+    out:         folder for last.npz, best.npz, history.json, config.json and tokenizers
+                 (None: write nothing); locked while training (run_folder.py)
+    overwrite:   replace an earlier run found in `out` (default: refuse to)
     tokenizers:  {"src": tok, "tgt": tok} or {"text": tok}, saved as <name>_tokenizer.json
-    metadata:    more JSON values stored in every checkpoint (e.g. the task's name)
+    metadata:    more JSON values stored in every checkpoint and in config.json
     callbacks:   callback(trainer) after every step
+    log:         where progress lines go (print; None for silence)
     """
 
     def __init__(self, model, stream, config=None, *, evaluate=None, best_metric="loss",
-                 higher_is_better=None, out=None, tokenizers=None, metadata=None,
-                 callbacks=(), log=print):
+                 higher_is_better=None, out=None, overwrite=False, tokenizers=None,
+                 metadata=None, callbacks=(), log=print):
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
         optimizer_class = AdamW if c.weight_decay else Adam
         self.optimizer = optimizer_class(model, lr=c.lr, betas=c.betas,
                                          weight_decay=c.weight_decay)
         self.scheduler = Scheduler(self.optimizer, c.make_schedule(model.config.d_model))
-        self.loss_fn = CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=c.label_smoothing)
+        self.loss_fn = CrossEntropyLoss(ignore_index=model.config.pad_id,
+                                        label_smoothing=c.label_smoothing)
         self.evaluate_fn, self.best_metric = evaluate, best_metric
-        self.higher_is_better = (best_metric != "loss" and best_metric != "perplexity") \
+        self.higher_is_better = best_metric not in ("loss", "perplexity") \
             if higher_is_better is None else higher_is_better
-        self.out, self.log, self.callbacks = out, log, list(callbacks)
+        self.out, self.overwrite, self.log = out, overwrite, log
+        self.callbacks = list(callbacks)
         self.tokenizers = dict(tokenizers or {})
         self.metadata = dict(metadata or {})
         self.step, self.best, self.last_eval = 0, None, None
         self.history = History()
         self.last_checkpoint = None          # (path, step)
-        self._stop, self._updating, self._bar, self._smooth = False, False, None, None
-        if out is not None:
-            self._save_tokenizers()
+        self.stop_reason = None
+        self._stop, self._updating, self._bar, self._recent = False, False, None, []
+        self._resumed_from, self._owns_out, self._folder = None, False, None
 
     # One step.
 
@@ -103,30 +112,43 @@ class Trainer:
                 self._diverged(f"the gradient norm became {norm}")
         lr = self.optimizer.lr
         self._updating = True
-        self.optimizer.step()
+        with np.errstate(over="ignore", invalid="ignore"):   # a diverging update is caught
+            self.optimizer.step()                            # by the finite checks instead
         self.step += 1
         self._updating = False
         self.scheduler.step()
         return loss, lr, ntokens
 
-    def _diverged(self, what):
+    def _diverged(self, what, step=None):
         if self.last_checkpoint is None:
             kept = "no checkpoint had been written yet"
         else:
             kept = f"the last good checkpoint is {self.last_checkpoint[0]} " \
                    f"(step {self.last_checkpoint[1]})"
-        raise TrainingDiverged(f"training stopped at step {self.step + 1}: {what}; {kept}. "
+        step = self.step + 1 if step is None else step
+        raise TrainingDiverged(f"training stopped at step {step}: {what}; {kept}. "
                                "Try a smaller --lr, a longer --warmup or gradient clipping.")
 
     # The loop.
 
     def fit(self):
         """Train up to `config.steps` steps; returns a TrainResult."""
-        self._stop = False
+        self._stop, self.stop_reason = False, None
+        if self._folder is None:
+            self.claim_out()
         self._bar = progress_bar(self.config.steps, self.step, self.config.progress)
         try:
-            with self._ctrl_c_requests_stop():
+            with stop_requests(self.request_stop):
                 interrupted = self._loop()
+            if interrupted:
+                path = self.save_checkpoint()
+                where = f"; saved {path}, continue with --resume {path}" if path else ""
+                self._write(f"stopped at step {self.step} ({self.stop_reason}){where}")
+            else:
+                if not self.history.eval or self.history.eval[-1]["step"] != self.step:
+                    self.evaluate()
+                if not self.last_checkpoint or self.last_checkpoint[1] != self.step:
+                    self.save_checkpoint()
         except TrainingDiverged:
             if self.out is not None:
                 self.history.save(os.path.join(self.out, "history.json"))
@@ -135,20 +157,15 @@ class Trainer:
             if self._bar is not None:
                 self._bar.close()
             self._bar = None
-        if interrupted:
-            path = self.save_checkpoint()
-            where = f"; saved {path}, continue with --resume {path}" if path else ""
-            self._write(f"interrupted at step {self.step}{where}")
-        else:
-            if not self.history.eval or self.history.eval[-1]["step"] != self.step:
-                self.evaluate()
-            if not self.last_checkpoint or self.last_checkpoint[1] != self.step:
-                self.save_checkpoint()
+            if self._folder is not None:
+                self._folder.release()
+                self._folder = None
         path = self.last_checkpoint[0] if self.last_checkpoint else None
-        return TrainResult(self.step, interrupted, self.last_eval, self.best, self.history, path)
+        return TrainResult(self.step, interrupted, self.last_eval, self.best, self.history,
+                           path, self.stop_reason)
 
     def _loop(self):
-        """Steps until done (False) or interrupted (True), leaving a consistent state."""
+        """Steps until done (False) or asked to stop (True), leaving a consistent state."""
         while self.step < self.config.steps:
             if self._stop:
                 return True
@@ -164,19 +181,23 @@ class Trainer:
                 if self.step == done:                   # the step did not happen: undo its draws
                     self.stream.load_state_dict(snapshot[0])
                     load_generator_states(self.model, snapshot[1])
+                self.stop_reason = self.stop_reason or "SIGINT"
                 return True
         return False
 
     def _after_step(self, loss, lr, tokens_per_s):
         c, step = self.config, self.step
         self.history.log_step(step, loss, lr, tokens_per_s)
-        if self._bar is not None:           # running means: a steadier display
-            self._smooth = [tokens_per_s, loss] if self._smooth is None else \
-                [0.9 * old + 0.1 * new for old, new in zip(self._smooth, (tokens_per_s, loss))]
-            speed, mean_loss = self._smooth
+        self._recent = (self._recent + [(loss, tokens_per_s)])[-max(c.log_every, 1):]
+        mean_loss = sum(r[0] for r in self._recent) / len(self._recent)
+        speed = sum(r[1] for r in self._recent) / len(self._recent)
+        if self._bar is not None:
             self._bar.update(1)
             self._bar.set_postfix_str(f"loss {mean_loss:.3f} lr {lr:.2e} {speed:,.0f} tok/s",
                                       refresh=False)
+        elif c.log_every and step % c.log_every == 0:
+            self._write(f"step {step}/{c.steps}  loss {mean_loss:.4f}  lr {lr:.2e}  "
+                        f"{speed:,.0f} tok/s")
         if c.eval_every and step % c.eval_every == 0:
             self.evaluate()
         if c.checkpoint_every and step % c.checkpoint_every == 0:
@@ -184,29 +205,15 @@ class Trainer:
         for callback in self.callbacks:
             callback(self)
 
-    @contextlib.contextmanager
-    def _ctrl_c_requests_stop(self):
-        """While training, Ctrl-C asks the loop to stop after the current step."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
+    def request_stop(self, reason="stop requested"):
+        """Stop after the current step and save (what Ctrl-C and SIGTERM do; for notebooks)."""
+        if self._stop:
             return
-
-        def request_stop(signum, frame):
-            if self._stop:
-                raise KeyboardInterrupt
-            self._stop = True
-            self._write("Ctrl-C: stopping after this step and saving a checkpoint "
-                        "(press Ctrl-C again to stop at once)")
-
-        previous = signal.signal(signal.SIGINT, request_stop)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
-
-    def request_stop(self):
-        """Stop after the current step, as Ctrl-C does (for notebooks and callbacks)."""
-        self._stop = True
+        self._stop, self.stop_reason = True, reason
+        if reason in ("SIGINT", "SIGTERM"):
+            name = "Ctrl-C" if reason == "SIGINT" else reason
+            self._write(f"{name}: stopping after this step and saving a checkpoint "
+                        f"(send it again to stop at once)")
 
     # Evaluation, checkpoints, resuming.
 
@@ -219,7 +226,9 @@ class Trainer:
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
         self.history.log_eval(self.step, scalars)
         self.last_eval = metrics
-        self._write(f"step {self.step}/{self.config.steps}  held-out " + format_metrics(scalars))
+        train = f"train loss {self._recent_loss():.4f}  " if self._recent else ""
+        self._write(f"step {self.step}/{self.config.steps}  {train}held-out "
+                    + format_metrics(scalars))
         value = scalars.get(self.best_metric)
         if value is not None and math.isfinite(value) and (
                 self.best is None or (value > self.best if self.higher_is_better
@@ -228,11 +237,23 @@ class Trainer:
             self.save_checkpoint("best.npz")
         return metrics
 
+    def _recent_loss(self):
+        return sum(r[0] for r in self._recent) / len(self._recent)
+
     def _write(self, text):
-        if self._bar is not None:
-            self._bar.write(text)
-        elif self.log is not None:
-            self.log(text)
+        """A log line; a closed output (broken pipe) stops the run after this step."""
+        try:
+            if self._bar is not None:
+                self._bar.write(text)
+            elif self.log is not None:
+                self.log(text)
+            elif self.stop_reason == "closed output":
+                print(text, file=sys.stderr)
+        except BrokenPipeError:
+            silence_stdout()
+            self.log = None
+            if not self._stop:
+                self._stop, self.stop_reason = True, "closed output"
 
     def _metadata(self):
         return {**self.metadata, "step": self.step, "train_config": asdict(self.config),
@@ -242,9 +263,15 @@ class Trainer:
                 "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
 
     def save_checkpoint(self, name="last.npz"):
-        """Write out/<name> and out/history.json; returns the path (None without `out`)."""
+        """Write out/<name> and out/history.json; returns the path (None without `out`).
+
+        Refuses (TrainingDiverged) when a weight is NaN or infinite, so every
+        checkpoint on disk is a good one.
+        """
         if self.out is None:
             return None
+        if not all(bool(xp.isfinite(p).all()) for _, p, _ in self.model.named_parameters()):
+            self._diverged("a weight became NaN or infinite", self.step)
         path = os.path.join(self.out, name)
         save_checkpoint(path, self.model, self.optimizer, **self._metadata())
         self.history.save(os.path.join(self.out, "history.json"))
@@ -252,15 +279,27 @@ class Trainer:
             self.last_checkpoint = (path, self.step)
         return path
 
-    def _save_tokenizers(self):
-        os.makedirs(self.out, exist_ok=True)
+    def claim_out(self):
+        """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
+
+        fit() does this itself; call it earlier to fail before anything else happens.
+        The lock is held until fit() returns."""
+        if self.out is None:
+            return
+        here = os.path.realpath(self.out)
+        resuming = self._owns_out or self._resumed_from == here
+        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite)
+        self._owns_out = True
         for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
+        self._folder.write_json("config.json", {
+            "model_class": type(self.model).__name__, "model": self.model.config.to_dict(),
+            "train": asdict(self.config), **self.metadata})
 
     def resume(self, checkpoint):
         """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
-        ckpt = load_checkpoint(checkpoint) if isinstance(checkpoint, (str, os.PathLike)) \
-            else checkpoint
+        path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
+        ckpt = load_checkpoint(path) if path is not None else checkpoint
         meta = ckpt.metadata
         if "data_state" not in meta or ckpt.optimizer_state is None:
             raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
@@ -272,9 +311,11 @@ class Trainer:
         load_generator_states(self.model, meta["dropout_states"])
         self.scheduler.step()                        # the lr of the next update
         self.best = meta.get("best", {}).get("value")
-        if isinstance(checkpoint, (str, os.PathLike)):
-            self.last_checkpoint = (str(checkpoint), self.step)
-            history = os.path.join(os.path.dirname(os.path.abspath(checkpoint)), "history.json")
+        path = path if path is not None else getattr(ckpt, "path", None)
+        if path is not None:
+            self._resumed_from = os.path.dirname(os.path.realpath(path))
+            self.last_checkpoint = (str(path), self.step)
+            history = os.path.join(self._resumed_from, "history.json")
             if os.path.isfile(history):                 # the curves up to the checkpoint
                 self.history = History.load(history).truncate(self.step)
         return self

@@ -20,9 +20,9 @@ would have seen.
 
 import numpy as np
 
-from .checks import check_positive_int, message
-from .data.batching import batches, encode_pairs, lm_batch
-from .errors import InputError
+from ..checks import check_positive_int, message
+from ..data.batching import batches, encode_pairs, lm_batch
+from ..errors import InputError
 
 
 class PairStream:

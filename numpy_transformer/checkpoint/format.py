@@ -1,4 +1,4 @@
-"""Safe checkpoints: one `.npz` file of plain arrays plus a JSON header.
+"""The checkpoint file: one `.npz` file of plain arrays plus a JSON header.
 
     save_checkpoint("run/last.npz", model, optimizer, step=1200, val_loss=0.31)
     ckpt = load_checkpoint("run/last.npz")
@@ -11,43 +11,27 @@ Guarantees:
   or corrupted file is detected and refused.
 - Saving writes a temporary file in the same folder and renames it over the
   old one (an atomic step), so a crash mid-save leaves the previous checkpoint intact.
+- Nothing large is read before the zip directory and every array's header have
+  been checked (inspect.py): the file must be a regular file, its members stored
+  uncompressed (as `np.savez` writes them), each array exactly as large as its
+  member, so reading a checkpoint never takes more memory than its size on disk.
 """
 
 import hashlib
 import json
-import os
 import zipfile
-from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import default_dtype, to_numpy
-from .files import atomic_write
-from .errors import InputError, InputTypeError
+from ..backend import to_numpy
+from ..errors import InputError, InputTypeError
+from ..files import atomic_write, check_regular_file
+from .inspect import inspect_archive
 
 FORMAT = "numpy_transformer.checkpoint"
 VERSION = 1
 _HEADER = "__header__"
 _HEADER_DIGEST = "__header_sha256__"
-
-
-@dataclass
-class Checkpoint:
-    model: object            # the rebuilt model with its saved weights
-    optimizer_state: dict    # pass to optimizer.load_state_dict (None if not saved)
-    metadata: dict           # the keyword arguments given to save_checkpoint
-    config: dict             # the model's configuration
-
-
-def _model_classes():
-    from .models.transformer import Transformer, TransformerConfig
-    classes = {"Transformer": (Transformer, TransformerConfig)}
-    try:
-        from .models.gpt import GPT, GPTConfig
-        classes["GPT"] = (GPT, GPTConfig)
-    except ImportError:
-        pass
-    return classes
 
 
 def _digest(array):
@@ -73,6 +57,9 @@ def _split_state(tree, prefix, arrays):
 def _join_state(tree, arrays):
     if isinstance(tree, dict):
         if set(tree) == {"__array__"}:
+            if tree["__array__"] not in arrays:
+                raise InputError(f"optimizer state: expected the array {tree['__array__']!r}, "
+                                 f"got a checkpoint without it")
             return arrays[tree["__array__"]]
         return {k: _join_state(v, arrays) for k, v in tree.items()}
     return tree
@@ -98,12 +85,12 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
 
 def read_checkpoint_arrays(path):
     """(header dict, {name: array}) after checking the format and every checksum."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"checkpoint not found: {path}")
+    check_regular_file(path, "checkpoint")
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":                    # every .npz is a zip archive
             raise InputError(f"{path} is not a numpy_transformer checkpoint "
                              "(not an .npz archive)")
+    inspect_archive(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -123,31 +110,13 @@ def read_checkpoint_arrays(path):
         header = json.loads(header_bytes.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"checkpoint {path} has a corrupted header: {err}") from err
-    if header.get("format") != FORMAT:
-        raise InputError(f"{path} is not a numpy_transformer checkpoint")
-    checksums = header.get("checksums", {})
-    if set(checksums) != set(arrays):
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InputError(f"{path} is not a numpy_transformer checkpoint (its header is not "
+                         f"one)")
+    checksums = header.get("checksums")
+    if not isinstance(checksums, dict) or set(checksums) != set(arrays):
         raise InputError(f"checkpoint {path} is corrupted: its arrays do not match its header")
     for name, array in arrays.items():
         if _digest(array) != checksums[name]:
             raise InputError(f"checkpoint {path} is corrupted: checksum mismatch in {name!r}")
     return header, arrays
-
-
-def load_checkpoint(path):
-    """Rebuild the model saved in `path`; return a Checkpoint."""
-    header, arrays = read_checkpoint_arrays(path)
-    classes = _model_classes()
-    name = header.get("model_class")
-    if name not in classes:
-        raise InputError(f"checkpoint {path}: unknown model class {name!r}")
-    model_cls, config_cls = classes[name]
-    state = {k[len("model/"):]: v for k, v in arrays.items() if k.startswith("model/")}
-    dtype = next(iter(state.values())).dtype if state else np.float32
-    with default_dtype(dtype):
-        model = model_cls(config_cls(**header["config"]))
-    model.load_state_dict(state)
-    optimizer_state = None
-    if header.get("optimizer") is not None:
-        optimizer_state = _join_state(header["optimizer"], arrays)
-    return Checkpoint(model, optimizer_state, header.get("metadata", {}), header["config"])

@@ -1,0 +1,101 @@
+"""Command line: `python -m numpy_transformer COMMAND --help`.
+
+    train       train an encoder-decoder on a built-in task or a parallel corpus   (train.py)
+    train-lm    train a character-level GPT on a text file                          (lm.py)
+    generate    continue a prompt with a trained GPT                                (lm.py)
+    evaluate    score a checkpoint on held-out data                                 (evaluate.py)
+    translate   run a trained encoder-decoder on some text                          (evaluate.py)
+    gradcheck   check every layer's backward against finite differences            (tools.py)
+    figures     write the key figures (positional encoding, masks, attention maps)  (tools.py)
+    assignment  make a student copy with backward passes to write, and grade it    (assignment.py)
+
+Options shared by several commands live in options.py, and what the two
+training commands share in run.py. Exit status: 0 done, 2 bad input (an
+`InputError` or an OS error such as a missing file: a one-line `error: ...`),
+1 a diverged run, a grade below full marks, or a bug in the package (reported
+as one, never disguised as bad input), 130/143/141 a run stopped by Ctrl-C,
+SIGTERM or a closed output after saving a checkpoint. `--debug` shows the
+traceback of any error.
+"""
+
+import sys
+
+from .. import __version__
+from ..errors import InputError, TrainingDiverged
+from ..training.signals import EXIT_STATUS, silence_stdout
+from .options import Parser
+
+
+def build_parser():
+    from . import assignment, evaluate, lm, tools, train
+    parser = Parser(prog="python -m numpy_transformer",
+                    description="A NumPy Transformer with hand-written backward passes.")
+    parser.add_argument("--version", action="version", version=f"numpy_transformer "
+                        f"{__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    train.add_parser(commands)
+    lm.add_parsers(commands)
+    evaluate.add_parsers(commands)
+    tools.add_parsers(commands)
+    assignment.add_subcommand(commands)
+    return parser
+
+
+def _one_line(err):
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _os_error(err):
+    """'FILE: reason' for an OS error that names its file, else its message."""
+    if getattr(err, "filename", None) is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return _one_line(err)
+
+
+def main(argv=None):
+    """Run one command; returns the exit status (see the module's docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:          # --help (0) or a usage error (2): already printed
+        return exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 2)
+    if getattr(args, "run", None) is None:
+        parser.print_help()
+        return 2
+    from ..threads import set_num_threads
+    set_num_threads(args.threads)
+    try:
+        return args.run(args)
+    except Exception as err:
+        if args.debug:
+            raise
+        return _report(err)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _report(err):
+    """Print one error line (two for a bug); return the exit status."""
+    if isinstance(err, BrokenPipeError):             # the reader of our output went away
+        silence_stdout()
+        return EXIT_STATUS["closed output"]
+    if isinstance(err, TrainingDiverged):
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 1
+    if isinstance(err, InputError):
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    if isinstance(err, OSError):
+        print(f"error: {_os_error(err)}", file=sys.stderr)
+        return 2
+    if isinstance(err, MemoryError):
+        print("error: out of memory; try smaller sizes (rerun with --debug for the "
+              "traceback)", file=sys.stderr)
+        return 1
+    print(f"internal error: {type(err).__name__}: {_one_line(err)}\nThis is a bug in "
+          f"numpy_transformer {__version__}; rerun with --debug for the traceback and please "
+          f"report it.", file=sys.stderr)
+    return 1

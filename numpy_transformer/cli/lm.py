@@ -1,0 +1,110 @@
+"""`train-lm` and `generate`: a character-level GPT on a text file.
+
+    python -m numpy_transformer train-lm --text tinyshakespeare.txt
+    python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"
+
+The first 90% of the characters train the model, the last 10% measure it:
+the mean loss in nats per character and the perplexity exp(loss).
+"""
+
+import shlex
+import time
+from functools import partial
+
+from ..checkpoint import load_run
+from ..data.corpus import text_data
+from ..decoding import generate_text
+from ..metrics import evaluate_lm
+from ..models.gpt import GPT, GPTConfig
+from . import run
+from .options import (add_common, add_model_options, add_training_options, config_from,
+                      describe, nonnegative_int, positive_float, positive_int, raw_formatter)
+
+LM = dict(d_model=128, num_heads=4, d_ff=512, num_layers=4, dropout=0.1, norm_first=True,
+          attention="mha", max_len=64, steps=2000, batch_size=32, lr=2e-3, warmup=100,
+          schedule="cosine", label_smoothing=0.0, clip_norm=1.0, weight_decay=0.0, seed=0,
+          eval_every=250, checkpoint_every=250, log_every=50, eval_batches=20)
+LM_QUICK = dict(steps=30, warmup=3, eval_every=15, checkpoint_every=15, log_every=10,
+                d_model=32, num_heads=2, d_ff=64, num_layers=1, max_len=32, batch_size=8,
+                eval_batches=4)
+LM_SETTINGS = ("text", "eval_batches", "d_model", "num_heads", "d_ff", "num_layers", "max_len",
+               "dropout", "norm_first", "attention", "latent_dim", "tie_embeddings", "steps",
+               "batch_size", "lr", "warmup", "schedule", "label_smoothing", "clip_norm",
+               "weight_decay", "seed", "eval_every", "checkpoint_every", "log_every", "out",
+               "figures")
+
+
+def add_parsers(commands):
+    p = commands.add_parser(
+        "train-lm", help="train a character-level GPT language model on a text file",
+        description="Train a decoder-only Transformer (GPT) to predict the next character; "
+        "report held-out loss (nats per character) and perplexity, and print a sample.",
+        epilog=f"defaults: {describe(LM)}\n--quick: {describe(LM_QUICK)}",
+        formatter_class=raw_formatter())
+    p.add_argument("--text", help="a UTF-8 text file (90%% train, 10%% held out); "
+                   "not needed with --resume")
+    p.add_argument("--eval-batches", type=positive_int,
+                   help="held-out batches per periodic evaluation (the final one uses all)")
+    add_model_options(p, encoder_decoder=False)
+    add_training_options(p)
+    add_common(p)
+    p.set_defaults(run=run_train_lm)
+
+    p = commands.add_parser("generate", help="continue a prompt with a trained GPT",
+                            description="Sample text from a checkpoint written by train-lm.")
+    p.add_argument("--checkpoint", required=True, help="a .npz written by train-lm")
+    p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=300,
+                   help="characters to generate (default 300)")
+    p.add_argument("--temperature", type=positive_float, default=0.8,
+                   help="below 1: safer, above 1: wilder, near 0: greedy (default 0.8)")
+    p.add_argument("--top-k", type=positive_int, help="draw only from the K likeliest")
+    p.add_argument("--stop-at-eos", action="store_true",
+                   help="end the text when the model draws <eos> (default: never draw it)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="sampling seed (default 0)")
+    add_common(p)
+    p.set_defaults(run=run_generate)
+
+
+def run_train_lm(args):
+    from ..errors import InputError
+    start = time.perf_counter()
+    s, ckpt = run.resolve_settings(args, "lm", LM_SETTINGS, [LM], LM_QUICK)
+    if not s["text"]:
+        raise InputError("train-lm needs --text FILE (or --resume CKPT)")
+    s["out"] = s["out"] or "runs/lm"
+    tok, stream, val_ids = text_data(s)
+    if ckpt is not None:
+        model = ckpt.model
+    else:
+        config = config_from(GPTConfig, s, vocab_size=tok.vocab_size)
+        run.check_memory(config, s, s["max_len"])
+        model = GPT(config)
+    evaluate = partial(evaluate_lm, ids=val_ids, block_size=s["max_len"],
+                       batch_size=s["batch_size"], max_batches=s["eval_batches"])
+    trainer = run.make_trainer(args, s, model, stream, ckpt, evaluate=evaluate,
+                               best_metric="loss", tokenizers={"text": tok},
+                               metadata={"kind": "lm", "settings": s})
+    print(f"training a GPT ({model.num_parameters():,} parameters) on {s['text']} "
+          f"({len(stream.ids):,} training, {len(val_ids):,} held-out characters) for "
+          f"{s['steps']} steps; run folder {s['out']}")
+    result = trainer.fit()
+    if result.interrupted:
+        return run.interrupted_status(result)
+    final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])
+    print(f"\n{result.step} steps in {time.perf_counter() - start:.0f} s. Held-out loss "
+          f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "
+          f"per character, perplexity {final['perplexity']:.2f}")
+    print("sample:\n" + generate_text(model, tok, "\n", 200, temperature=0.8, seed=s["seed"]))
+    figures = run.draw_figures(args, s, trainer)
+    run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
+                     f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}")
+    return 0
+
+
+def run_generate(args):
+    model, toks, _ = load_run(args.checkpoint, kind="lm")
+    print(generate_text(model, toks["text"], args.prompt, args.max_new_tokens,
+                        temperature=args.temperature, top_k=args.top_k, seed=args.seed,
+                        stop_at_eos=args.stop_at_eos))
+    return 0

@@ -1,0 +1,118 @@
+"""What `train` and `train-lm` share: settings, resuming, the Trainer, figures, the ending.
+
+Settings come from, in increasing priority: the command's presets (defaults,
+then the task's or the corpus's), `--quick`, then the options given. A
+`--resume CKPT` reuses the settings saved in the checkpoint (only RESUMABLE
+ones may change), so `--resume CKPT` alone continues any run.
+"""
+
+import os
+
+from ..checkpoint import KINDS, load_checkpoint, run_kind
+from ..checks import message
+from ..errors import InputError
+from ..sizes import check_fits, training_bytes
+from ..training import TrainConfig, Trainer
+from ..training.signals import EXIT_STATUS
+from .options import config_from
+
+RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every")
+FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
+COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
+
+
+def resolve_settings(args, kind, names, presets, quick):
+    """(settings, Checkpoint to resume or None): presets < --quick < the options given."""
+    explicit = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if args.resume:
+        return _resumed_settings(args, kind, names, explicit)
+    settings = dict.fromkeys(names)
+    for preset in presets + ([quick] if args.quick else []):
+        settings.update(preset)
+    settings.update(explicit)
+    for name in FILES:                  # absolute, so that --resume works from anywhere
+        if settings.get(name):
+            settings[name] = os.path.abspath(settings[name])
+    if "warmup" not in explicit:        # the default warm-up scales with --steps
+        settings["warmup"] = min(settings["warmup"], settings["steps"] // 10)
+        if settings["schedule"] == "noam":
+            settings["warmup"] = max(1, settings["warmup"])
+    return settings, None
+
+
+def _resumed_settings(args, kind, names, explicit):
+    ckpt = load_checkpoint(args.resume)
+    found = run_kind(ckpt)
+    if found != kind:
+        raise InputError(message("--resume", KINDS[kind], f"{args.resume}, {KINDS[found]}; "
+                                 f"continue it with: python -m numpy_transformer "
+                                 f"{COMMANDS[found]} --resume {args.resume}"))
+    saved = ckpt.metadata.get("settings")
+    if not isinstance(saved, dict) or not set(names) <= set(saved):
+        raise InputError(message("--resume", f"a checkpoint written by `{COMMANDS[kind]}` of "
+                                 f"this version", f"{args.resume} (its saved settings are "
+                                 f"missing or from another version)"))
+    ignored = sorted(k for k in explicit if k not in RESUMABLE and explicit[k] != saved.get(k))
+    if ignored:
+        print(f"note: resuming with the checkpoint's settings; ignoring "
+              f"{', '.join('--' + k.replace('_', '-') for k in ignored)}")
+    kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
+    settings = {**saved, "out": os.path.dirname(os.path.abspath(args.resume)), **kept}
+    step = int(ckpt.metadata.get("step", 0))
+    if step >= settings["steps"]:
+        raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
+                         f"{settings['steps']}); to train it further, give a larger --steps: "
+                         f"python -m numpy_transformer {COMMANDS[kind]} --resume "
+                         f"{args.resume} --steps {2 * step}")
+    return settings, ckpt
+
+
+def check_memory(config, settings, sequence_length):
+    """Refuse model settings that cannot fit in memory, before building anything."""
+    check_fits(training_bytes(config, settings["batch_size"], sequence_length),
+               "model settings", "choose a smaller --d-model, --d-ff, --num-layers, "
+               "--max-len or --batch-size")
+
+
+def make_trainer(args, settings, model, stream, ckpt, **options):
+    """A Trainer with the run's TrainConfig, writing into settings["out"]; resumed if ckpt."""
+    config = config_from(TrainConfig, settings, progress=False if args.no_progress else None)
+    trainer = Trainer(model, stream, config, out=settings["out"], overwrite=args.overwrite,
+                      **options)
+    if ckpt is not None:
+        trainer.resume(ckpt)
+    trainer.claim_out()
+    return trainer
+
+
+def interrupted_status(result):
+    """The exit status of a run that stopped early (130 Ctrl-C, 143 SIGTERM, 141 pipe)."""
+    return EXIT_STATUS.get(result.stop_reason, 130)
+
+
+def figures_folder(settings):
+    return settings.get("figures") or os.path.join(settings["out"], "figures")
+
+
+def draw_figures(args, settings, trainer, **drawing):
+    """Draw the run's figures (skipped, with a note, when matplotlib is missing)."""
+    from ..plotting import save_figures
+    if args.no_figures:
+        return []
+    try:
+        return save_figures(figures_folder(settings), trainer.history, model=trainer.model,
+                            **drawing)
+    except ImportError as err:
+        print(f"figures skipped: {err}")
+        return []
+
+
+def print_ending(settings, figures, next_command):
+    """Where everything is, and the next command to try."""
+    out = settings["out"]
+    names = [n for n in sorted(os.listdir(out)) if not n.startswith(".") and n != "figures"]
+    print(f"saved in {out}/: {', '.join(names)}")
+    if figures:
+        print(f"figures in {os.path.dirname(figures[0])}/: "
+              f"{', '.join(os.path.basename(f) for f in figures)}")
+    print(f"next:  {next_command}")

@@ -1,0 +1,135 @@
+"""Assembling a run's data from its settings: a generated task, a parallel corpus or a text.
+
+    data = seq2seq_data(settings)     # settings: task or src/tgt/tsv, val_*, test_*, ...
+    data.stream.next_batch(); data.val; data.test; data.dropped
+    tok, stream, val_ids = text_data(settings)                    # text, max_len, ...
+
+`settings` is a dict of the run's settings, named as the fields of the
+configurations (`max_len` is TransformerConfig.max_len, the longest sequence the
+model handles, in tokens). A pair whose source or target (with <bos>) is
+longer than max_len cannot be trained on; such pairs are dropped here, at load
+time, and counted in `data.dropped` so the command line can say so.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..checks import message
+from ..errors import InputError
+from .batching import encode_pairs
+from .loaders import load_parallel, load_text, load_tsv, split_text
+from .tasks import get_task
+from .tokenizers import CharTokenizer, WordTokenizer
+
+
+@dataclass
+class Seq2SeqData:
+    name: str            # "reverse", ..., or "translation"
+    stream: object       # a training.PairStream
+    src_tok: object
+    tgt_tok: object
+    val: list            # encoded held-out pairs, evaluated during training
+    test: list           # encoded test pairs (corpus only), evaluated at the end
+    decode_len: int      # longest output when decoding (None: source length + 10)
+    bleu: bool           # report BLEU (corpora)
+    dropped: dict = field(default_factory=dict)   # split -> pairs longer than max_len
+
+
+def fits(pair, max_len):
+    """True if the source and the target with <bos> (or <eos>) fit max_len tokens."""
+    src, tgt = pair
+    return len(src) <= max_len and len(tgt) + 1 <= max_len
+
+
+def _fitting(pairs, max_len, split, dropped):
+    kept = [p for p in pairs if fits(p, max_len)]
+    if len(kept) < len(pairs):
+        dropped[split] = (len(pairs) - len(kept), len(pairs))
+    return kept
+
+
+def read_pairs(src, tgt, tsv, what, options=("--src", "--tgt", "--tsv")):
+    """[(source line, target line)] from two parallel files or a TSV file (None if none)."""
+    if tsv:
+        pairs = load_tsv(tsv, name=options[2])
+    elif src and tgt:
+        pairs = load_parallel(src, tgt, names=options[:2])
+    elif src or tgt:
+        raise InputError(f"{what}: a parallel corpus needs both {options[0]} and {options[1]}")
+    else:
+        return None
+    if not pairs:
+        raise InputError(message(what, "some sentence pairs", f"none in {tsv or src} (every "
+                                 f"line is blank on one side)"))
+    return pairs
+
+
+def task_data(s):
+    from ..training.streams import PairStream
+    task = get_task(s["task"])
+    tok = task.tokenizer()
+    if task.max_src_len > s["max_len"] or task.max_tgt_len + 1 > s["max_len"]:
+        raise InputError(message("--max-len", f"at least {max(task.max_src_len, task.max_tgt_len + 1)} "
+                                 f"(the task's longest sequence)", s["max_len"]))
+    rng = np.random.default_rng([s["seed"], 1])
+    val = encode_pairs(task.sample(rng, s["eval_examples"], split="test"), tok)
+    stream = PairStream.from_task(task, tok, s["batch_size"], s["seed"])
+    return Seq2SeqData(task.name, stream, tok, tok, val, None, task.max_tgt_len + 2, False)
+
+
+def corpus_data(s):
+    """A parallel corpus: word tokenizers fitted on the training side, held-out splits."""
+    from ..training.streams import PairStream
+    if s.get("tsv") and (s.get("src") or s.get("tgt")):
+        raise InputError("give either --tsv or --src/--tgt, not both")
+    train = read_pairs(s.get("src"), s.get("tgt"), s.get("tsv"), "training data")
+    val = read_pairs(s.get("val_src"), s.get("val_tgt"), None, "validation data",
+                     ("--val-src", "--val-tgt", None))
+    test = read_pairs(s.get("test_src"), s.get("test_tgt"), None, "test data",
+                      ("--test-src", "--test-tgt", None))
+    if val is None:                  # hold out the end of the training corpus
+        n_val = min(len(train) // 10, s["eval_examples"])
+        if n_val == 0:
+            raise InputError(message("training data", "at least 10 sentence pairs (to hold "
+                                     "some out), or --val-src/--val-tgt", len(train)))
+        train, val = train[:-n_val], train[-n_val:]
+    opts = dict(lowercase=bool(s.get("lowercase")), min_freq=s.get("min_freq") or 1)
+    src_tok = WordTokenizer.from_texts([a for a, _ in train], **opts)
+    tgt_tok = WordTokenizer.from_texts([b for _, b in train], **opts)
+    dropped = {}
+    splits = {}
+    for split, pairs in (("training", train), ("validation", val[:s["eval_examples"]]),
+                         ("test", test or [])):
+        splits[split] = _fitting(encode_pairs(pairs, src_tok, tgt_tok), s["max_len"], split,
+                                 dropped)
+    if not splits["training"]:
+        raise InputError(message("--max-len", "a limit that keeps some training pairs",
+                                 f"{s['max_len']} (every pair is longer)"))
+    stream = PairStream(s["batch_size"], s["seed"], pairs=splits["training"])
+    return Seq2SeqData("translation", stream, src_tok, tgt_tok, splits["validation"],
+                       splits["test"] or None, None, True, dropped)
+
+
+def seq2seq_data(s):
+    """Seq2SeqData of a task (s["task"]) or a corpus (s["src"]/s["tgt"] or s["tsv"])."""
+    corpus = any(s.get(k) for k in ("src", "tgt", "tsv"))
+    if s.get("task") and corpus:
+        raise InputError("give either --task or a corpus (--src/--tgt or --tsv), not both")
+    return corpus_data(s) if corpus else task_data(s)
+
+
+def text_data(s):
+    """(CharTokenizer, TextStream, held-out ids) of the text file s["text"]: the first 90%
+    trains, the last 10% is held out; windows are s["max_len"] characters long."""
+    from ..training.streams import TextStream
+    text = load_text(s["text"], "--text")
+    train_text, val_text = split_text(text, 0.1)
+    tok = CharTokenizer.from_texts([text])
+    train_ids, val_ids = tok.encode(train_text), tok.encode(val_text)
+    for part, ids in (("first 90%", train_ids), ("last 10%", val_ids)):
+        if len(ids) < s["max_len"] + 1:
+            raise InputError(message(s["text"], f"a text whose {part} holds at least "
+                                     f"{s['max_len'] + 1} characters (--max-len + 1)",
+                                     f"{len(text)} characters in all"))
+    return tok, TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"]), val_ids

@@ -1,0 +1,19 @@
+"""Training: the loop (loop.py), its settings (config.py), the batch streams it draws
+from (streams.py), what a run keeps besides weights (state.py), the run folder it
+writes (run_folder.py) and how it stops cleanly (signals.py).
+
+    from numpy_transformer.training import PairStream, TrainConfig, Trainer
+    trainer = Trainer(model, PairStream.from_task(task, tok, 64), TrainConfig(steps=3000),
+                      out="runs/reverse", evaluate=..., best_metric="exact_match")
+    result = trainer.fit()
+"""
+
+from ..errors import TrainingDiverged
+from .config import TrainConfig
+from .loop import Trainer, TrainResult
+from .run_folder import RunFolder
+from .state import History
+from .streams import PairStream, TextStream
+
+__all__ = ["Trainer", "TrainResult", "TrainConfig", "TrainingDiverged", "PairStream",
+           "TextStream", "History", "RunFolder"]

@@ -1,0 +1,110 @@
+"""A run folder that is never lost: one writer at a time, no run replaced by accident.
+
+    folder = RunFolder("runs/reverse").claim(resuming=False, overwrite=False)
+    ...                                   # write last.npz, best.npz, history.json ...
+    folder.release()
+
+`claim` takes an exclusive lock on `folder/.lock` (held until `release` or the
+end of the process, even one killed with SIGKILL, since the operating system
+drops the lock with the process), so a second process writing the same folder
+is refused instead of mixing its checkpoints with the first one's. A folder
+that already holds a run (a checkpoint or a history) is refused unless the run
+is resumed from it or `overwrite` is given; with `overwrite` the old run's
+files are deleted first, so no stale best.npz outlives it. Temporary files left
+by a save that was interrupted (`.tmp-*`) are removed.
+"""
+
+import glob
+import json
+import os
+
+from ..checks import message
+from ..errors import InputError
+from ..files import atomic_write
+
+try:
+    import fcntl
+except ImportError:                     # Windows: fall back to an exclusive-create pid file
+    fcntl = None
+
+RUN_FILES = ("last.npz", "best.npz", "history.json", "config.json", "src_tokenizer.json",
+             "tgt_tokenizer.json", "text_tokenizer.json")
+
+
+class RunFolder:
+    def __init__(self, path):
+        self.path = str(path)
+        self._lock = None
+
+    def holds_run(self):
+        """True if the folder has a checkpoint or a history of an earlier run."""
+        return any(os.path.exists(os.path.join(self.path, name))
+                   for name in ("last.npz", "best.npz", "history.json"))
+
+    def claim(self, *, resuming=False, overwrite=False):
+        """Lock the folder for this process and check that no run in it would be lost."""
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise InputError(message("--out", "a folder", f"the file {self.path!r}"))
+        os.makedirs(self.path, exist_ok=True)
+        self._take_lock()
+        try:
+            if self.holds_run() and not resuming:
+                if not overwrite:
+                    last = os.path.join(self.path, "last.npz")
+                    raise InputError(
+                        f"{self.path} already holds a run; continue it with --resume {last}, "
+                        f"replace it with --overwrite, or choose another --out")
+                for name in RUN_FILES:
+                    if os.path.exists(os.path.join(self.path, name)):
+                        os.remove(os.path.join(self.path, name))
+            for tmp in glob.glob(os.path.join(self.path, ".tmp-*")):
+                os.remove(tmp)                   # left by a save that was interrupted
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def _take_lock(self):
+        path = os.path.join(self.path, ".lock")
+        if fcntl is None:
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                raise InputError(self._in_use(path)) from None
+        else:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise InputError(self._in_use(path)) from None
+            os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock = (fd, path)
+
+    def _in_use(self, path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                pid = f.read().strip() or "?"
+        except OSError:
+            pid = "?"
+        return (f"{self.path} is in use by another training run (process {pid}); wait for it "
+                f"to finish, or choose another --out")
+
+    def write_json(self, name, data):
+        """Write `data` as readable JSON to folder/name, atomically."""
+        with atomic_write(os.path.join(self.path, name), "w", suffix=".json") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+
+    def release(self):
+        if self._lock is None:
+            return
+        fd, path = self._lock
+        self._lock = None
+        if fcntl is None:
+            os.close(fd)
+            os.remove(path)
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -1,0 +1,49 @@
+"""Stopping a run cleanly: Ctrl-C (SIGINT), SIGTERM and a closed output all save first.
+
+While `stop_requests(on_request)` is active in the main thread, SIGINT (Ctrl-C)
+and SIGTERM (what `kill` and job schedulers send) call `on_request(name)`
+instead of killing the process; the training loop then finishes the current
+step, writes a checkpoint and returns. A second signal raises KeyboardInterrupt
+at once. `EXIT_STATUS` maps the reason to the conventional exit status (128 +
+the signal's number).
+"""
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+EXIT_STATUS = {"SIGINT": 130, "SIGTERM": 143, "closed output": 141}
+
+
+@contextlib.contextmanager
+def stop_requests(on_request):
+    """Route SIGINT and SIGTERM to on_request(signal name) (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    requested = []
+
+    def handler(signum, frame):
+        if requested:
+            raise KeyboardInterrupt
+        requested.append(signum)
+        on_request(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def silence_stdout():
+    """After a broken pipe: send stdout to the null device, so later prints cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        sys.stdout = open(os.devnull, "w")

@@ -1,0 +1,88 @@
+"""The README, run as printed: every `python -m numpy_transformer` command of its shell blocks
+(in order, in one fresh folder holding small stand-ins for the data files it names), and every
+Python block, whose printed values must match the comments beside them.
+
+Training commands run shortened (`--steps 6`, `--quick`), the only change made to them; every
+other command runs exactly as printed. Lines that install, clone, open Jupyter or run the
+benchmarks are not run here (tests/test_benchmarks.py runs the benchmark's smoke mode).
+"""
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
+           "python benchmarks/")
+DATA = {"tinyshakespeare.txt": "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+        * 40}
+WORDS = ["ein", "mann", "eine", "frau", "hund", "rot", "blau", "klein"]
+ENGLISH = ["a", "man", "a", "woman", "dog", "red", "blue", "small"]
+for split in ("train", "val", "test_2016_flickr"):
+    rows = [(f"{a} {b}", f"{c} {d}") for a, c in zip(WORDS, ENGLISH)
+            for b, d in zip(WORDS, ENGLISH)]
+    DATA[f"{split}.lc.norm.tok.de"] = "\n".join(r[0] for r in rows) + "\n"
+    DATA[f"{split}.lc.norm.tok.en"] = "\n".join(r[1] for r in rows) + "\n"
+
+
+def blocks(language):
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def commands():
+    """Every command of the README's shell blocks, in order."""
+    found = []
+    for block in blocks("sh"):
+        for line in block.splitlines():
+            line = re.split(r"\s{2,}#", line)[0].strip()
+            for part in (p.strip() for p in line.split("&&")):
+                if part and not part.startswith(NOT_RUN):
+                    found.append(part)
+    return found
+
+
+def shortened(argv):
+    """A training command with --steps 6 (12 when resuming) and --quick; others unchanged."""
+    if argv[3] not in ("train", "train-lm"):
+        return argv
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--steps", "--warmup"):
+            skip = True
+        else:
+            out.append(arg)
+    return out + ["--steps", "12" if "--resume" in argv else "6", "--warmup", "1", "--quick"]
+
+
+def test_every_readme_command_runs_as_printed(tmp_path):
+    for name, text in DATA.items():
+        (tmp_path / name).write_text(text)
+    listed = commands()
+    assert any("train --task reverse" in c for c in listed) and len(listed) >= 10
+    for command in listed:
+        argv = shlex.split(command)
+        assert argv[:3] == ["python", "-m", "numpy_transformer"], command
+        argv = shortened(argv)
+        done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600, stdin=subprocess.DEVNULL)
+        expected = (0, 1) if argv[3:5] == ["assignment", "grade"] else (0,)
+        assert done.returncode in expected, f"{command}\n{done.stdout}\n{done.stderr}"
+        assert "Traceback" not in done.stderr, done.stderr
+    assert (tmp_path / "runs" / "reverse" / "figures" / "loss.png").is_file() or \
+        "figures skipped" in done.stdout
+
+
+@pytest.mark.parametrize("index", range(len(blocks("python"))))
+def test_every_readme_python_block_runs_and_prints_what_it_says(index, tmp_path):
+    code = blocks("python")[index]
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    promised = [m.group(1).strip() for m in re.finditer(r"print\(.*\)\s+# (.*)", code)]
+    assert done.stdout.splitlines() == promised
