@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from .plotting import _save, new_figure, plot_attention, plot_positional_encoding
+from .plotting import save_figure, new_figure, plot_attention, plot_positional_encoding
 
 # Full-size and --quick settings of the figures that cost time.
 FULL = dict(depth=24, depth_seeds=3, schedule_steps=20000, kv_points=64,
@@ -44,10 +44,10 @@ def write_figures(out="figures", *, quick=False, seed=0, log=print):
     if log is not None:
         log(f"training a reverse model for {s['reverse']['steps']} steps for its attention maps")
     model, tok, example = train_reverse(seed=seed, **s["reverse"])
-    from .plotting import _TITLES, attention_maps
+    from .plotting import ATTENTION_TITLES, attention_maps
     maps = attention_maps(model, example[0], example[1], tok, tok)
     for name, (weights, rows, cols) in maps.items():
-        paths.append(plot_attention(weights, rows, cols, _TITLES[name],
+        paths.append(plot_attention(weights, rows, cols, ATTENTION_TITLES[name],
                                     path=path(f"attention_{name}")))
     return paths
 
@@ -72,7 +72,7 @@ def plot_masks(ids=((5, 7, 2, 9, 3, 4), (4, 8, 6, 3, 0, 0)), pad_id=0, path=None
         ax.set_yticks(range(T), labels, fontsize=8)
         ax.set(title=name, xlabel="key", ylabel="query")
     fig.suptitle(f"tokens {' '.join(labels)}: white = may attend, black = masked")
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 # Lesson 4: gradients through depth.
@@ -107,7 +107,7 @@ def plot_gradient_norms(curves, path=None):
            title=f"Gradients through a {len(norms)}-block encoder at initialisation")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 # Lesson 5: KV-cache size.
@@ -129,7 +129,7 @@ def plot_kv_cache_bytes(batch_size=64, max_len=4096, points=64, path=None):
            f"N = {base.num_decoder_layers}), batch {batch_size}, float32")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 # Lesson 7: the warm-up schedule.
@@ -151,7 +151,7 @@ def plot_noam_schedules(settings=((512, 4000), (512, 8000), (256, 4000)), steps=
     ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 # Lesson 9: attention of a trained model.

@@ -28,7 +28,7 @@ def new_figure(**kwargs):
     return Figure(**kwargs)
 
 
-def _save(fig, path):
+def save_figure(fig, path):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     return path
@@ -54,7 +54,7 @@ def plot_loss(history, path=None):
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 def plot_learning_rate(history, path=None):
@@ -65,7 +65,7 @@ def plot_learning_rate(history, path=None):
     ax.set(xlabel="step", ylabel="learning rate", title="Learning-rate schedule")
     ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     ax.grid(alpha=0.3)
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 def plot_attention(weights, query_labels, key_labels, title, path=None):
@@ -86,7 +86,7 @@ def plot_attention(weights, query_labels, key_labels, title, path=None):
         ax.set_xticks(range(Tk), key_labels, rotation=90, fontsize=7)
         ax.set_yticks(range(Tq), query_labels, fontsize=7)
     fig.suptitle(title)
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 def plot_positional_encoding(d_model, max_len=64, path=None):
@@ -98,7 +98,7 @@ def plot_positional_encoding(d_model, max_len=64, path=None):
                       cmap="RdBu", vmin=-1, vmax=1)
     ax.set(xlabel="dimension i", ylabel="position", title="Sinusoidal positional encoding")
     fig.colorbar(image, ax=ax)
-    return _save(fig, path) if path else fig
+    return save_figure(fig, path) if path else fig
 
 
 def _labels(tokenizer, ids):
@@ -129,7 +129,7 @@ def attention_maps(model, src_ids, tgt_ids, src_tokenizer, tgt_tokenizer):
             "cross": (dec.cross_attn.attn_weights[0], t, s)}
 
 
-_TITLES = {"encoder_self": "Last encoder block: self-attention",
+ATTENTION_TITLES = {"encoder_self": "Last encoder block: self-attention",
            "decoder_self": "Last decoder block: masked self-attention",
            "cross": "Last decoder block: cross-attention (rows: output, columns: source)"}
 
@@ -149,7 +149,7 @@ def save_figures(folder, history, *, model=None, example=None, src_tokenizer=Non
     if model is not None and example is not None and hasattr(model, "encoder"):
         maps = attention_maps(model, example[0], example[1], src_tokenizer, tgt_tokenizer)
         for name, (weights, q, k) in maps.items():
-            paths.append(plot_attention(weights, q, k, _TITLES[name], path(f"attention_{name}")))
+            paths.append(plot_attention(weights, q, k, ATTENTION_TITLES[name], path(f"attention_{name}")))
     if model is not None:
         paths.append(plot_positional_encoding(model.config.d_model, path=path("positional")))
     return paths

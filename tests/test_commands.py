@@ -393,3 +393,12 @@ def test_assignment_make_and_grade_through_the_command_line(work):
     error(nt("assignment", "make", "--out", "hw2", "--parts", "nope", cwd=work), 2,
           "unknown part 'nope'")
     error(nt("assignment", "grade", "nowhere", cwd=work), 2, "nowhere")
+
+
+@pytest.mark.slow
+def test_the_main_job_as_printed_reaches_99_percent(tmp_path):
+    """`python -m numpy_transformer train --task reverse`, exactly as the README prints it."""
+    out = ok(nt("train", "--task", "reverse", cwd=tmp_path, timeout=900))
+    final = json.loads((tmp_path / "runs" / "reverse" / "history.json").read_text())["eval"][-1]
+    assert final["step"] == 3000 and final["exact_match"] >= 0.99, out
+    assert "exact match" in out and (tmp_path / "runs" / "reverse" / "best.npz").is_file()

@@ -40,10 +40,10 @@ def _digest(array):
     return h.hexdigest()
 
 
-def _split_state(tree, prefix, arrays):
+def split_state(tree, prefix, arrays):
     """Move the arrays of a nested dict into `arrays`; return the JSON-able rest."""
     if isinstance(tree, dict):
-        return {str(k): _split_state(v, f"{prefix}/{k}", arrays) for k, v in tree.items()}
+        return {str(k): split_state(v, f"{prefix}/{k}", arrays) for k, v in tree.items()}
     if hasattr(tree, "shape") and hasattr(tree, "dtype"):
         arrays[prefix] = np.array(to_numpy(tree))
         return {"__array__": prefix}
@@ -54,21 +54,21 @@ def _split_state(tree, prefix, arrays):
     return tree
 
 
-def _join_state(tree, arrays):
+def join_state(tree, arrays):
     if isinstance(tree, dict):
         if set(tree) == {"__array__"}:
             if tree["__array__"] not in arrays:
                 raise InputError(f"optimizer state: expected the array {tree['__array__']!r}, "
                                  f"got a checkpoint without it")
             return arrays[tree["__array__"]]
-        return {k: _join_state(v, arrays) for k, v in tree.items()}
+        return {k: join_state(v, arrays) for k, v in tree.items()}
     return tree
 
 
 def save_checkpoint(path, model, optimizer=None, **metadata):
     """Write model weights (and optimizer state, and `metadata`) to `path` atomically."""
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
-    optim = None if optimizer is None else _split_state(optimizer.state_dict(), "optim", arrays)
+    optim = None if optimizer is None else split_state(optimizer.state_dict(), "optim", arrays)
     header = {"format": FORMAT, "version": VERSION, "model_class": type(model).__name__,
               "config": model.config.to_dict(), "optimizer": optim, "metadata": metadata,
               "checksums": {k: _digest(v) for k, v in arrays.items()}}

@@ -14,7 +14,7 @@ import numpy as np
 from ..backend import default_dtype
 from ..errors import InputError
 from ..sizes import check_fits, matrix_parameters, model_bytes
-from .format import _join_state, read_checkpoint_arrays
+from .format import join_state, read_checkpoint_arrays
 
 
 @dataclass
@@ -73,7 +73,7 @@ def load_checkpoint(path):
     model.load_state_dict(state)
     optimizer_state = None
     if header.get("optimizer") is not None:
-        optimizer_state = _join_state(header["optimizer"], arrays)
+        optimizer_state = join_state(header["optimizer"], arrays)
     metadata = header.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InputError(f"checkpoint {path}: metadata: expected a dict, got "

@@ -16,6 +16,7 @@ from ..data.corpus import text_data
 from ..decoding import generate_text
 from ..metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
+from ..training import TextStream
 from . import run
 from .options import (add_common, add_model_options, add_training_options, config_from,
                       describe, nonnegative_int, positive_float, positive_int, raw_formatter)
@@ -73,7 +74,8 @@ def run_train_lm(args):
     if not s["text"]:
         raise InputError("train-lm needs --text FILE (or --resume CKPT)")
     s["out"] = s["out"] or "runs/lm"
-    tok, stream, val_ids = text_data(s)
+    tok, train_ids, val_ids = text_data(s)
+    stream = TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"])
     if ckpt is not None:
         model = ckpt.model
     else:

@@ -12,6 +12,7 @@ from functools import partial
 from ..data.corpus import seq2seq_data
 from ..metrics import evaluate_seq2seq, format_metrics
 from ..models import TransformerConfig, build_transformer
+from ..training import PairStream
 from . import run
 from .options import (add_common, add_model_options, add_training_options, config_from,
                       describe, positive_int, raw_formatter)
@@ -89,10 +90,14 @@ def run_train(args):
                              tgt_vocab_size=data.tgt_tok.vocab_size)
         run.check_memory(config, s, s["max_len"])
         model = build_transformer(config)
+    if data.task is not None:                   # fresh examples every epoch
+        stream = PairStream.from_task(data.task, data.src_tok, s["batch_size"], s["seed"])
+    else:
+        stream = PairStream(s["batch_size"], s["seed"], pairs=data.train)
     # Held-out loss is the plain cross-entropy (no smoothing): exp(loss) is the perplexity.
     evaluate = partial(evaluate_seq2seq, pairs=data.val, tgt_tokenizer=data.tgt_tok,
                        bleu=data.bleu, max_len=data.decode_len)
-    trainer = run.make_trainer(args, s, model, data.stream, ckpt, evaluate=evaluate,
+    trainer = run.make_trainer(args, s, model, stream, ckpt, evaluate=evaluate,
                                best_metric="bleu" if data.bleu else "exact_match",
                                tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
                                metadata={"kind": "seq2seq", "task": s.get("task"),

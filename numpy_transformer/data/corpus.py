@@ -1,8 +1,8 @@
 """Assembling a run's data from its settings: a generated task, a parallel corpus or a text.
 
     data = seq2seq_data(settings)     # settings: task or src/tgt/tsv, val_*, test_*, ...
-    data.stream.next_batch(); data.val; data.test; data.dropped
-    tok, stream, val_ids = text_data(settings)                    # text, max_len, ...
+    data.task or data.train; data.val; data.test; data.dropped
+    tok, train_ids, val_ids = text_data(settings)                 # text, max_len, ...
 
 `settings` is a dict of the run's settings, named as the fields of the
 configurations (`max_len` is TransformerConfig.max_len, the longest sequence the
@@ -26,7 +26,8 @@ from .tokenizers import CharTokenizer, WordTokenizer
 @dataclass
 class Seq2SeqData:
     name: str            # "reverse", ..., or "translation"
-    stream: object       # a training.PairStream
+    task: object         # the generated Task (fresh training pairs every epoch), or None
+    train: list          # encoded training pairs of a corpus (None for a task)
     src_tok: object
     tgt_tok: object
     val: list            # encoded held-out pairs, evaluated during training
@@ -66,7 +67,6 @@ def read_pairs(src, tgt, tsv, what, options=("--src", "--tgt", "--tsv")):
 
 
 def task_data(s):
-    from ..training.streams import PairStream
     task = get_task(s["task"])
     tok = task.tokenizer()
     if task.max_src_len > s["max_len"] or task.max_tgt_len + 1 > s["max_len"]:
@@ -74,13 +74,11 @@ def task_data(s):
                                  f"(the task's longest sequence)", s["max_len"]))
     rng = np.random.default_rng([s["seed"], 1])
     val = encode_pairs(task.sample(rng, s["eval_examples"], split="test"), tok)
-    stream = PairStream.from_task(task, tok, s["batch_size"], s["seed"])
-    return Seq2SeqData(task.name, stream, tok, tok, val, None, task.max_tgt_len + 2, False)
+    return Seq2SeqData(task.name, task, None, tok, tok, val, None, task.max_tgt_len + 2, False)
 
 
 def corpus_data(s):
     """A parallel corpus: word tokenizers fitted on the training side, held-out splits."""
-    from ..training.streams import PairStream
     if s.get("tsv") and (s.get("src") or s.get("tgt")):
         raise InputError("give either --tsv or --src/--tgt, not both")
     train = read_pairs(s.get("src"), s.get("tgt"), s.get("tsv"), "training data")
@@ -106,9 +104,8 @@ def corpus_data(s):
     if not splits["training"]:
         raise InputError(message("--max-len", "a limit that keeps some training pairs",
                                  f"{s['max_len']} (every pair is longer)"))
-    stream = PairStream(s["batch_size"], s["seed"], pairs=splits["training"])
-    return Seq2SeqData("translation", stream, src_tok, tgt_tok, splits["validation"],
-                       splits["test"] or None, None, True, dropped)
+    return Seq2SeqData("translation", None, splits["training"], src_tok, tgt_tok,
+                       splits["validation"], splits["test"] or None, None, True, dropped)
 
 
 def seq2seq_data(s):
@@ -120,9 +117,8 @@ def seq2seq_data(s):
 
 
 def text_data(s):
-    """(CharTokenizer, TextStream, held-out ids) of the text file s["text"]: the first 90%
-    trains, the last 10% is held out; windows are s["max_len"] characters long."""
-    from ..training.streams import TextStream
+    """(CharTokenizer, training ids, held-out ids) of the text file s["text"]: the first 90%
+    trains, the last 10% is held out; both hold at least one window of s["max_len"] + 1."""
     text = load_text(s["text"], "--text")
     train_text, val_text = split_text(text, 0.1)
     tok = CharTokenizer.from_texts([text])
@@ -132,4 +128,4 @@ def text_data(s):
             raise InputError(message(s["text"], f"a text whose {part} holds at least "
                                      f"{s['max_len'] + 1} characters (--max-len + 1)",
                                      f"{len(text)} characters in all"))
-    return tok, TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"]), val_ids
+    return tok, train_ids, val_ids

@@ -14,19 +14,16 @@ steps the model is evaluated on held-out data; every `checkpoint_every` steps
 dropout generators' states: resuming continues exactly as an uninterrupted
 run), and `out/best.npz` whenever the best metric improves.
 
-Nothing is lost (see run_folder.py and signals.py): the run folder is locked
-while training and an earlier run in it is never replaced unless asked; a
-checkpoint is written only when every weight is finite, so a NaN or infinite
-loss stops training with `TrainingDiverged` naming a checkpoint that is good;
-Ctrl-C, SIGTERM and a closed output (`... | head`) finish the current step,
-write a checkpoint and return (a second signal stops at once).
+Nothing is lost: the run folder is locked and never silently reused
+(run_folder.py); only finite weights are saved, so a NaN loss raises
+`TrainingDiverged` naming a good checkpoint; Ctrl-C, SIGTERM and a closed
+output finish the step, save and return (signals.py).
 """
 
 import math
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
@@ -39,21 +36,9 @@ from ..metrics import format_metrics
 from ..optim import Adam, AdamW, Scheduler, clip_grad_norm
 from .config import TrainConfig
 from .run_folder import RunFolder
-from .signals import silence_stdout, stop_requests
-from .state import History, generator_states, load_generator_states, progress_bar
-
-__all__ = ["Trainer", "TrainResult", "TrainingDiverged"]
-
-
-@dataclass
-class TrainResult:
-    step: int                 # steps done
-    interrupted: bool         # stopped early (a checkpoint was written)
-    metrics: dict             # the last evaluation (None if never evaluated)
-    best: float               # the best value of the best metric seen (None if none)
-    history: History          # the training curves
-    checkpoint: str           # path of the last checkpoint written (None if no `out`)
-    stop_reason: str = None   # why it stopped early: "SIGINT", "SIGTERM", "closed output", ...
+from .signals import stop_requests, write_line
+from .state import (History, TrainResult, generator_states, load_generator_states,
+                    progress_bar)
 
 
 class Trainer:
@@ -226,7 +211,8 @@ class Trainer:
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
         self.history.log_eval(self.step, scalars)
         self.last_eval = metrics
-        train = f"train loss {self._recent_loss():.4f}  " if self._recent else ""
+        recent = [r[0] for r in self._recent]
+        train = f"train loss {sum(recent) / len(recent):.4f}  " if recent else ""
         self._write(f"step {self.step}/{self.config.steps}  {train}held-out "
                     + format_metrics(scalars))
         value = scalars.get(self.best_metric)
@@ -237,20 +223,9 @@ class Trainer:
             self.save_checkpoint("best.npz")
         return metrics
 
-    def _recent_loss(self):
-        return sum(r[0] for r in self._recent) / len(self._recent)
-
     def _write(self, text):
         """A log line; a closed output (broken pipe) stops the run after this step."""
-        try:
-            if self._bar is not None:
-                self._bar.write(text)
-            elif self.log is not None:
-                self.log(text)
-            elif self.stop_reason == "closed output":
-                print(text, file=sys.stderr)
-        except BrokenPipeError:
-            silence_stdout()
+        if not write_line(text, self._bar, self.log, self.stop_reason == "closed output"):
             self.log = None
             if not self._stop:
                 self._stop, self.stop_reason = True, "closed output"

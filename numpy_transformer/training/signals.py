@@ -47,3 +47,19 @@ def silence_stdout():
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         sys.stdout = open(os.devnull, "w")
+
+
+def write_line(text, bar, log, closed):
+    """Write to the progress bar, else the log, else (output closed) stderr; False when the
+    output turns out to be closed (a broken pipe), after silencing it."""
+    try:
+        if bar is not None:
+            bar.write(text)
+        elif log is not None:
+            log(text)
+        elif closed:
+            print(text, file=sys.stderr)
+        return True
+    except BrokenPipeError:
+        silence_stdout()
+        return False

@@ -1,5 +1,6 @@
 """What a training run keeps besides weights: history, random-generator states, progress bar.
 
+- `TrainResult`: what `Trainer.fit` returns.
 - `History`: per-step loss, learning rate and tokens/s, plus every evaluation,
   saved as JSON (history.json) and read back on resume.
 - `generator_states` / `load_generator_states`: the states of the generators
@@ -12,6 +13,7 @@
 
 import json
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,6 +58,17 @@ class History:
             return cls(data["train"], data["eval"])
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
             raise InputError(f"{path}: not a training history file ({err})") from None
+
+
+@dataclass
+class TrainResult:
+    step: int                 # steps done
+    interrupted: bool         # stopped early (a checkpoint was written)
+    metrics: dict             # the last evaluation (None if never evaluated)
+    best: float               # the best value of the best metric seen (None if none)
+    history: History          # the training curves
+    checkpoint: str           # path of the last checkpoint written (None if no `out`)
+    stop_reason: str = None   # why it stopped early: "SIGINT", "SIGTERM", "closed output", ...
 
 
 def _finite(tree):

@@ -1,0 +1,135 @@
+"""Sampling from a decoder-only language model (GPT): random draws, temperature, top-k.
+
+    sample(model, prompt, 50)                      ids in, ids out (the prompt included)
+    generate_text(model, tok, "ROMEO:", 300)       text in, longer text out
+
+Sampling never draws PAD, nor the ids given in `exclude`; `generate_text` never
+draws the special tokens, nor <eos> unless asked to stop there.
+"""
+
+import numpy as np
+
+from ..backend import to_numpy, xp
+from ..checks import check_ids, check_positive_int, message
+from ..errors import InputError, InputTypeError
+from ..layers.softmax import softmax
+from .common import eval_mode, start_cache
+
+
+def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k):
+    if not hasattr(model, "forward_incremental") or hasattr(model, "encode"):
+        raise InputTypeError(message("model", "a decoder-only language model (GPT)",
+                                type(model).__name__))
+    config = model.config
+    check_ids(prompt, "prompt", config.vocab_size, ndim=2)
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not temperature > 0:
+        raise InputError(message("temperature", "a number > 0 (use top_k=1 for greedy)",
+                                 repr(temperature)))
+    if top_k is not None:
+        check_positive_int(top_k, "top_k")
+        if top_k > config.vocab_size:
+            raise InputError(message("top_k", f"at most vocab_size={config.vocab_size}", top_k))
+    T0 = prompt.shape[1]
+    if T0 > config.max_len:
+        raise InputError(message("prompt", f"at most max_len={config.max_len} tokens",
+                                 f"{T0} tokens (shape {tuple(prompt.shape)})"))
+    if T0 + max_new_tokens - 1 > config.max_len:
+        raise InputError(message("max_new_tokens", f"at most max_len - prompt length + 1 = "
+                                 f"{config.max_len - T0 + 1}", max_new_tokens))
+
+
+def _draw(logits, excluded, temperature, top_k, rng):
+    """One token per row from softmax(logits / temperature) over the top_k logits.
+
+    logits (B, V) -> ids (B,); the ids in `excluded` are never drawn. The row max
+    is subtracted before dividing by the temperature, and the result is kept above
+    -700 (exp(-700) ~ 1e-304), so a tiny temperature leaves the best token alone
+    (greedy) instead of overflowing to inf - inf = NaN.
+    The uniform numbers come from the CPU generator `rng` (one per row and step),
+    so a seed gives the same text on NumPy and CuPy: the token is the first index
+    whose cumulative probability reaches u in (0, 1].
+    """
+    T = float(temperature)
+    logits = logits.astype(xp.float64)                     # a copy; 1 / 1e-300 fits float64
+    logits[:, list(excluded)] = -xp.inf                                           # (B, V)
+    shifted = logits - logits.max(axis=-1, keepdims=True)                         # <= 0
+    logits = xp.maximum(shifted, -700.0 * T) * (1.0 / T)   # in [-700, 0]: exp(-700) ~ 0
+    logits[:, list(excluded)] = -xp.inf
+    if top_k is not None:
+        kth = xp.sort(logits, axis=-1)[:, -top_k][:, None]                       # (B, 1)
+        logits = xp.where(logits < kth, -xp.inf, logits)     # ties with the k-th all stay
+    cdf = xp.cumsum(softmax(logits, axis=-1), axis=-1)                           # (B, V)
+    u = xp.asarray(1.0 - rng.random((logits.shape[0], 1)), dtype=cdf.dtype)     # (B, 1)
+    next_id = (cdf < u * cdf[:, -1:]).sum(axis=-1)                               # (B,)
+    return xp.minimum(next_id, logits.shape[1] - 1)
+
+
+def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=None,
+           use_cache=True, eos_id=None, cache=None, exclude=()):
+    """Continue prompt (B, T0) ids by max_new_tokens random draws from a GPT.
+
+    Each step draws from softmax(logits / temperature), restricted to the top_k
+    largest logits when top_k is given (top_k=1 is greedy; temperature must be
+    > 0). PAD is never drawn, nor the ids in `exclude`. Draws come from the NumPy
+    Generator `rng` (fresh, unseeded when None). With eos_id, a row that drew EOS
+    is padded after it.
+    Needs T0 + max_new_tokens - 1 <= max_len (the last token is never fed back).
+    Returns (B, T0 + max_new_tokens) ids, the prompt included.
+    """
+    _check_sample_args(model, prompt, max_new_tokens, temperature, top_k)
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise InputTypeError(message("rng", "a numpy.random.Generator (np.random.default_rng("
+                                     "seed)) or None", repr(rng)))
+    rng = rng if rng is not None else np.random.default_rng()
+    pad_id, B = model.config.pad_id, prompt.shape[0]
+    excluded = sorted({pad_id, *(int(i) for i in exclude)})
+    if len(excluded) >= model.config.vocab_size:
+        raise InputError(message("exclude", "some ids left to draw", f"all {len(excluded)}"))
+    out = xp.asarray(prompt, dtype=xp.int64)                                     # (B, T0)
+    done = xp.zeros(B, dtype=xp.bool_)                                           # (B,)
+    with eval_mode(model):
+        cache = start_cache(use_cache, cache)
+        for _ in range(max_new_tokens):
+            if cache is None:
+                logits = model.forward(out)[:, -1]                               # (B, V)
+            else:
+                logits = model.forward_incremental(out[:, cache.length:], cache)[:, -1]
+            next_id = _draw(logits, excluded, temperature, top_k, rng)           # (B,)
+            if eos_id is not None:
+                next_id = xp.where(done, pad_id, next_id)
+                done |= next_id == eos_id
+            out = xp.concatenate([out, next_id[:, None]], axis=1)                # (B, t + 1)
+    return out
+
+
+def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, top_k=None,
+                  seed=0, stop_at_eos=False):
+    """The prompt followed by max_new_tokens sampled tokens, as text.
+
+    Special tokens are never drawn (padding, <bos>, <unk>), nor <eos> unless
+    stop_at_eos: then the text ends at the first <eos>. The model sees at most
+    max_len tokens, so a long generation slides the window: it keeps the last
+    max_len // 2 tokens as the context of the next chunk.
+    """
+    from ..data.tokenizers import BOS_ID, EOS_ID, UNK_ID
+    ids = tokenizer.encode(prompt)
+    if not ids:
+        raise InputError(message("--prompt", "at least one character", repr(prompt)))
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    rng, max_len, out = np.random.default_rng(seed), model.config.max_len, list(ids)
+    exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)
+    remaining = max_new_tokens
+    while remaining > 0:
+        context = out[-(max_len // 2 or 1):] if len(out) > max_len // 2 else out
+        n = min(remaining, max_len - len(context) + 1)
+        seq = sample(model, xp.asarray([context], dtype=xp.int64), n, temperature=temperature,
+                     top_k=top_k, rng=rng, exclude=exclude)                # (1, T0 + n)
+        new = [int(t) for t in to_numpy(seq[0, len(context):])]
+        if stop_at_eos and EOS_ID in new:
+            out += new[:new.index(EOS_ID)]
+            break
+        out += new
+        remaining -= n
+    return tokenizer.decode(out)

@@ -1,0 +1,171 @@
+"""Search: the most likely output of an encoder-decoder Transformer, greedy or by beam.
+
+    greedy_decode(model, src)          the most likely token at every step
+    beam_search(model, src, 4)         the K best prefixes at every step
+
+PAD and BOS are never predicted (their logits are set to -inf). See the
+package's docstring for the shared step and the KV cache.
+"""
+
+from ..backend import to_numpy, xp
+from ..checks import check_ids, check_positive_int, message
+from ..errors import InputError, InputTypeError
+from ..layers.softmax import log_softmax
+from ..masks import make_causal_mask, make_padding_mask
+from ..sizes import check_fits
+from .common import eval_mode, start_cache
+
+
+def _decode_steps(model, src, max_len):
+    """How many tokens to generate at most: max_len, default S + 10 capped by the model."""
+    if not hasattr(model, "encode"):
+        raise InputTypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
+    vocab = getattr(model.config, "src_vocab_size", None)
+    if vocab is not None:
+        check_ids(src, "src", vocab, ndim=2)
+    elif getattr(src, "ndim", None) != 2:
+        raise InputError(message("src", "2 dimensions (B, S)", f"shape {tuple(src.shape)}"))
+    limit = model.config.max_len
+    if max_len is None:
+        return min(src.shape[1] + 10, limit)
+    check_positive_int(max_len, "max_len")
+    if max_len > limit:
+        raise InputError(message("max_len", f"at most the model's max_len={limit}", max_len))
+    return max_len
+
+
+def _next_logits(model, memory, src_mask, out, cache):
+    """Logits (B, V) of the token after out (B, t), for an encoder-decoder model.
+
+    Without a cache the decoder re-reads the whole prefix; with one it is fed
+    only the tokens the cache has not seen yet (one per step).
+    """
+    if cache is None:
+        h = model.decode(memory, src_mask, out, make_causal_mask(out.shape[1]))  # (B, t, D)
+    else:
+        h = model.decode_incremental(memory, src_mask, out[:, cache.length:], cache)
+    return model.project(h[:, -1:])[:, 0]                                       # (B, V)
+
+
+def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=True, cache=None):
+    """The most likely next token at every step, until EOS or `max_len` tokens.
+
+    src (B, S) ids -> (B, T_out) ids without BOS, T_out <= max_len; after a row's
+    EOS the rest of the row is padding (config.pad_id). Stops once every row has
+    its EOS. PAD and BOS are never predicted. max_len defaults to S + 10, capped
+    at config.max_len. cache: an empty KVCache to fill (to measure it afterwards).
+    """
+    src = xp.asarray(src)                     # the ids on the model's device
+    steps = _decode_steps(model, src, max_len)
+    pad_id, B = model.config.pad_id, src.shape[0]
+    with eval_mode(model):
+        src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
+        memory = model.encode(src, src_mask)                                     # (B, S, D)
+        cache = start_cache(use_cache, cache)
+        out = xp.full((B, 1), bos_id, dtype=xp.int64)                            # (B, 1)
+        done = xp.zeros(B, dtype=xp.bool_)                                       # (B,)
+        for _ in range(steps):
+            logits = _next_logits(model, memory, src_mask, out, cache)           # (B, V)
+            logits[:, [pad_id, bos_id]] = -xp.inf
+            next_id = xp.where(done, pad_id, logits.argmax(axis=-1))             # (B,)
+            out = xp.concatenate([out, next_id[:, None]], axis=1)                # (B, t + 1)
+            done |= next_id == eos_id
+            if bool(done.all()):
+                break
+    return out[:, 1:]
+
+
+def gnmt_length_penalty(length, alpha):
+    """lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016): beams compare log P(Y) / lp(Y).
+    alpha = 0 compares raw log-probabilities (which favour short outputs)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _beam_step(logp, scores, lengths, finished, pad_id, alpha):
+    """Choose the K best of the K * V one-token extensions of every source's beams.
+
+    logp (B, K, V) next-token log-probabilities; scores (B, K) log P of each
+    hypothesis; lengths (B, K) tokens generated (EOS included); finished (B, K).
+    A finished hypothesis can only be extended by PAD, at no cost, so it stays as
+    it is and competes with its final score. Candidates are ranked by
+        log P(Y) / lp(|Y|)          (the GNMT objective)
+    Returns (beam (B, K) parent index, token (B, K), scores, lengths), chosen.
+    """
+    B, K, V = logp.shape
+    keep = xp.full(V, -xp.inf, dtype=logp.dtype)
+    keep[pad_id] = 0.0                                                           # (V,)
+    logp = xp.where(finished[..., None], keep, logp)                             # (B, K, V)
+    raw = scores[..., None] + logp                                               # (B, K, V)
+    new_lengths = lengths + ~finished                                            # (B, K)
+    ranked = raw / gnmt_length_penalty(new_lengths, alpha)[..., None]            # (B, K, V)
+    order = xp.argsort(-ranked.reshape(B, K * V), axis=1, kind="stable")[:, :K]  # (B, K)
+    beam, token = order // V, order % V                                          # (B, K)
+    scores = xp.take_along_axis(raw.reshape(B, K * V), order, axis=1)            # (B, K)
+    return beam, token, scores, xp.take_along_axis(new_lengths, beam, axis=1)
+
+
+def _check_beam_memory(model, rows, S, steps):
+    """Refuse a beam too wide for memory: logits and caches of rows = B * K hypotheses."""
+    c = model.config
+    layers, D = getattr(c, "num_decoder_layers", 1), getattr(c, "d_model", 1)
+    per_row = getattr(c, "tgt_vocab_size", 1) + 2 * layers * D * (steps + S) + D * S
+    check_fits(rows * per_row * 4, "--beam (beam_size)",
+               "choose a smaller beam")
+
+
+def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bos_id=1,
+                eos_id=2, use_cache=True, cache=None):
+    """The K = beam_size most likely prefixes kept at every step; the best one returned.
+
+    All B * K hypotheses run through the decoder as one batch: memory and source
+    mask are repeated K times, rows b*K .. b*K + K - 1 belong to source b. Each step
+    keeps the K best extensions per source (see `_beam_step`) and reorders the
+    hypotheses (and their self-attention caches) to follow their parents. Stops when
+    every hypothesis has its EOS, or after max_len tokens (as greedy_decode).
+    Returns a list of B lists of ints: the best hypothesis by log P(Y) / lp(|Y|),
+    without BOS/EOS. beam_size=1 is greedy search.
+    """
+    check_positive_int(beam_size, "beam_size")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
+            or length_penalty < 0:
+        raise InputError(message("length_penalty", "a number >= 0", repr(length_penalty)))
+    src = xp.asarray(src)
+    steps = _decode_steps(model, src, max_len)
+    pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
+    _check_beam_memory(model, B * K, src.shape[1], steps)
+    with eval_mode(model):
+        src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
+        memory = xp.repeat(model.encode(src, src_mask), K, axis=0)               # (B*K, S, D)
+        src_mask = xp.repeat(src_mask, K, axis=0)                                # (B*K, 1, 1, S)
+        cache = start_cache(use_cache, cache)
+        out = xp.full((B * K, 1), bos_id, dtype=xp.int64)                        # (B*K, 1)
+        scores = xp.zeros((B, K), dtype=memory.dtype)                            # (B, K)
+        scores[:, 1:] = -xp.inf                 # all beams start equal: expand only the first
+        lengths = xp.zeros((B, K), dtype=xp.int64)
+        finished = xp.zeros((B, K), dtype=xp.bool_)
+        for _ in range(steps):
+            logits = _next_logits(model, memory, src_mask, out, cache)           # (B*K, V)
+            logits[:, [pad_id, bos_id]] = -xp.inf
+            logp = log_softmax(logits).reshape(B, K, -1)                         # (B, K, V)
+            beam, token, scores, lengths = _beam_step(logp, scores, lengths, finished,
+                                                      pad_id, length_penalty)
+            rows = (xp.arange(B)[:, None] * K + beam).reshape(-1)                # (B*K,)
+            out = xp.concatenate([out[rows], token.reshape(-1, 1)], axis=1)      # (B*K, t + 1)
+            finished = xp.take_along_axis(finished, beam, axis=1) | (token == eos_id)
+            finished |= ~xp.isfinite(scores)    # impossible hypotheses (tiny vocabularies)
+            if cache is not None:
+                cache.reorder(rows)
+            if bool(finished.all()):
+                break
+    best = (scores / gnmt_length_penalty(lengths, length_penalty)).argmax(axis=1)   # (B,)
+    return strip_special(out[xp.arange(B) * K + best, 1:], eos_id, pad_id)
+
+
+def strip_special(ids, eos_id=2, pad_id=0):
+    """Rows of ids -> lists of ints, cut at the first EOS, without padding."""
+    rows = []
+    for row in to_numpy(ids).tolist():
+        if eos_id in row:
+            row = row[:row.index(eos_id)]
+        rows.append([t for t in row if t != pad_id])
+    return rows
