@@ -53,7 +53,7 @@ def set_backend(name):
         except ImportError as err:
             raise ImportError(
                 "backend 'cupy' was requested but CuPy is not installed; install the "
-                "GPU extra with `pip install -e .[gpu]` (needs an NVIDIA GPU and CUDA 12)"
+                'GPU extra with `pip install -e ".[gpu]"` (needs an NVIDIA GPU and CUDA 12)'
             ) from err
         _active = cupy
     else:

@@ -15,7 +15,7 @@ import math
 from .backend import to_numpy, xp
 from .checks import check_positive_int, message
 from .data.batching import make_batch
-from .data.bleu import corpus_bleu
+from .data.bleu import text_bleu
 from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from .losses import CrossEntropyLoss
 from .errors import InputError
@@ -106,14 +106,20 @@ def seq2seq_loss(model, pairs, *, label_smoothing=0.0, batch_size=256):
 
 
 def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=None,
-                     label_smoothing=0.0, batch_size=256, beam_size=1):
+                     label_smoothing=0.0, batch_size=256, beam_size=1, references=None,
+                     lowercase=False):
     """Scores of `model` on encoded held-out pairs [(src_ids, tgt_ids)].
 
     Returns {"loss", "exact_match", "token_accuracy"} (fractions in [0, 1]), and
     "perplexity" = exp(loss) when the loss is the plain cross-entropy (label_smoothing 0),
-    plus "bleu" (0-100, on the target tokenizer's symbols) when `bleu` is True,
-    and "predictions" (the decoded id lists, in the order of `pairs`). Decoding is
-    greedy, or beam search with beam_size > 1.
+    plus "bleu" (0-100) when `bleu` is True, and "predictions" (the decoded id lists,
+    in the order of `pairs`). Decoding is greedy, or beam search with beam_size > 1.
+
+    BLEU compares the decoded output text with `references`, the reference lines as
+    written (one string per pair), the way sacreBLEU does (data.bleu.text_bleu): the
+    number to quote. Without `references` the references are decoded from their ids,
+    where a word outside the vocabulary has become <unk> (and can match a predicted
+    <unk>), which reads higher.
     """
     if not pairs:
         raise InputError(message("pairs", "at least one held-out (src, tgt) pair", "none"))
@@ -127,9 +133,10 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
     if label_smoothing == 0.0:
         scores["perplexity"] = perplexity(scores["loss"])
     if bleu:
-        symbols = tgt_tokenizer.symbols
-        scores["bleu"] = corpus_bleu([[symbols[i] for i in p] for p in preds],
-                                     [[symbols[i] for i in r] for r in refs])
+        if references is None:
+            references = [tgt_tokenizer.decode(r) for r in refs]
+        scores["bleu"] = text_bleu([tgt_tokenizer.decode(p) for p in preds], references,
+                                   lowercase=lowercase)
     scores["predictions"] = preds
     return scores
 

@@ -8,14 +8,14 @@ maps and the positional-encoding table.
 Figures are drawn on `matplotlib.figure.Figure` objects, never through pyplot,
 so nothing needs a display (it works on a headless server, in CI and in
 Jupyter, where a returned Figure shows itself). matplotlib is optional:
-install it with `pip install -e .[train]`.
+install it with `pip install -e ".[train]"`.
 """
 
 import os
 
 from .backend import to_numpy
 
-_INSTALL = "plotting needs matplotlib: install it with `pip install -e .[train]` " \
+_INSTALL = 'plotting needs matplotlib: install it with `pip install -e ".[train]"` ' \
            "(or `pip install matplotlib`)"
 
 

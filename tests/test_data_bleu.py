@@ -97,3 +97,31 @@ def test_matches_sacrebleu():
             pytest.approx(expected, abs=1e-9)
     short = sacrebleu.corpus_bleu(["a b"], [["a b c d e"]], tokenize="none", smooth_method="none")
     assert corpus_bleu([toks("a b")], [toks("a b c d e")]) == short.score == 0.0
+
+
+def _text_corpus():
+    """Reference lines with punctuation, numbers and entities, and damaged copies of them."""
+    import random
+    from pathlib import Path
+    import numpy_transformer
+    root = Path(numpy_transformer.__file__).parent
+    lines = [line.strip() for path in sorted(root.rglob("*.py"))
+             for line in path.read_text().splitlines() if len(line.split()) > 3][:800]
+    rng = random.Random(0)
+    extra = ["a", "the", "dog.", "(big)", "3.5", "1,000", "e-mail", "&amp;", "don't", '"hi"']
+    hyps = [" ".join([w for w in line.split() if rng.random() > 0.2]
+                     + ([rng.choice(extra)] if rng.random() < 0.3 else [])) for line in lines]
+    return hyps, lines
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_text_bleu_equals_sacrebleu_on_text(lowercase):
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from numpy_transformer.data.bleu import text_bleu
+    hyps, refs = _text_corpus()
+    ours = text_bleu(hyps, refs, lowercase=lowercase, use_sacrebleu=False)
+    theirs = sacrebleu.corpus_bleu(hyps, [refs], lowercase=lowercase).score
+    assert 10 < ours < 90 and ours == pytest.approx(theirs, abs=1e-9)
+    for h, r in ((["a x b y c"], ["a b c d e"]), (["x y"], ["a b"]), (["a b c"], ["a b c"])):
+        assert text_bleu(h, r, use_sacrebleu=False) == pytest.approx(
+            sacrebleu.corpus_bleu(h, [r]).score, abs=1e-9)

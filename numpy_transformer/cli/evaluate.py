@@ -73,20 +73,21 @@ def _warn_unknown(ids, where, what):
 
 
 def _evaluation_pairs(args, meta, toks):
-    """(encoded pairs, bleu?, decoding limit, a description of what is scored)."""
+    """(encoded pairs, reference lines (corpora; None for tasks), decoding limit, a
+    description of what is scored)."""
     if args.tsv or args.src or args.tgt:
         pairs = read_pairs(args.src, args.tgt, args.tsv, "evaluation data")
         encoded = encode_pairs(pairs, toks["src"], toks["tgt"])
         where = args.tsv or f"{args.src} / {args.tgt}"
         _warn_unknown([i for s, _ in encoded for i in s], where + " (sources)", "words")
         _warn_unknown([i for _, t in encoded for i in t], where + " (references)", "words")
-        return encoded, True, None, f"{len(pairs)} sentence pairs of {where}"
+        return encoded, [t for _, t in pairs], None, f"{len(pairs)} sentence pairs of {where}"
     name = args.task or meta.get("task")
     if name is None:
         raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
     task = get_task(name)
     pairs = task.sample(np.random.default_rng([args.seed, 2]), args.examples, split="test")
-    return encode_pairs(pairs, toks["src"], toks["tgt"]), False, task.max_tgt_len + 2, \
+    return encode_pairs(pairs, toks["src"], toks["tgt"]), None, task.max_tgt_len + 2, \
         f"{args.examples} held-out examples of the {name} task (test split, seed {args.seed})"
 
 
@@ -103,17 +104,20 @@ def run_evaluate(args):
         print(f"{args.text} (the whole file, {len(ids):,} characters): loss "
               f"{scores['loss']:.4f} nats per character, perplexity {scores['perplexity']:.2f}")
         return 0
-    pairs, bleu, max_len, what = _evaluation_pairs(args, meta, toks)
-    kept = [pair for pair in pairs if fits(pair, model.config.max_len)]
+    pairs, references, max_len, what = _evaluation_pairs(args, meta, toks)
+    keep = [i for i, pair in enumerate(pairs) if fits(pair, model.config.max_len)]
+    kept = [pairs[i] for i in keep]
     if len(kept) < len(pairs):
         print(f"note: skipped {len(pairs) - len(kept)} of {len(pairs)} pairs longer than the "
               f"model's max_len of {model.config.max_len} tokens")
     if not kept:
         raise InputError(message("evaluation data", f"pairs of at most {model.config.max_len} "
                                  f"tokens (the model's max_len)", "only longer ones"))
-    pairs = kept
-    scores = evaluate_seq2seq(model, pairs, tgt_tokenizer=toks["tgt"], bleu=bleu,
-                              max_len=max_len, beam_size=args.beam)   # plain cross-entropy
+    references = None if references is None else [references[i] for i in keep]
+    lowercase = bool((meta.get("settings") or {}).get("lowercase"))
+    scores = evaluate_seq2seq(model, kept, tgt_tokenizer=toks["tgt"], bleu=references is not None,
+                              max_len=max_len, beam_size=args.beam, references=references,
+                              lowercase=lowercase)          # loss: the plain cross-entropy
     scores.pop("predictions")
     print(f"{what}: {format_metrics(scores)}")
     return 0

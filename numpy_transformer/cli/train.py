@@ -96,7 +96,8 @@ def run_train(args):
         stream = PairStream(s["batch_size"], s["seed"], pairs=data.train)
     # Held-out loss is the plain cross-entropy (no smoothing): exp(loss) is the perplexity.
     evaluate = partial(evaluate_seq2seq, pairs=data.val, tgt_tokenizer=data.tgt_tok,
-                       bleu=data.bleu, max_len=data.decode_len)
+                       bleu=data.bleu, max_len=data.decode_len, references=data.val_refs,
+                       lowercase=bool(s.get("lowercase")))
     trainer = run.make_trainer(args, s, model, stream, ckpt, evaluate=evaluate,
                                best_metric="bleu" if data.bleu else "exact_match",
                                tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
@@ -109,7 +110,7 @@ def run_train(args):
     result = trainer.fit()
     if result.interrupted:
         return run.interrupted_status(result)
-    report(result, data, time.perf_counter() - start, model)
+    report(result, data, time.perf_counter() - start, model, s)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)
     text = data.src_tok.decode(data.val[0][0]) if data.val else "hello"
@@ -118,14 +119,15 @@ def run_train(args):
     return 0
 
 
-def report(result, data, seconds, model):
+def report(result, data, seconds, model, s):
     m = result.metrics
     print(f"\n{result.step} steps in {seconds:.0f} s. Held-out ({len(data.val)} examples never "
           f"seen in training): exact match {100 * m['exact_match']:.1f}%, token accuracy "
           f"{100 * m['token_accuracy']:.1f}%" + (f", BLEU {m['bleu']:.2f}" if data.bleu else ""))
     show_examples(data, m["predictions"])
     if data.test:
-        scores = evaluate_seq2seq(model, data.test, tgt_tokenizer=data.tgt_tok, bleu=True)
+        scores = evaluate_seq2seq(model, data.test, tgt_tokenizer=data.tgt_tok, bleu=True,
+                                  references=data.test_refs, lowercase=bool(s.get("lowercase")))
         scores.pop("predictions")
         print(f"test set ({len(data.test)} pairs): {format_metrics(scores)}")
 

@@ -17,9 +17,16 @@ BP, the brevity penalty, punishes a corpus of too-short hypotheses:
 Without smoothing, a corpus with no matched 4-gram scores 0. This matches
 sacrebleu's `corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none")`
 on whitespace-joined tokens.
+
+`text_bleu(hypotheses, references)` is the number to quote for text: corpus
+BLEU of detokenised output strings against the reference lines as written,
+tokenised by the standard mteval-v13a rules and with the usual "exp" smoothing
+of n-gram orders that have no match (sacreBLEU's defaults, computed by
+sacreBLEU itself when it is installed).
 """
 
 import math
+import re
 from collections import Counter
 
 from ..checks import check_positive_int, message
@@ -88,3 +95,62 @@ def corpus_bleu(hypotheses, references, max_order=4):
     log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_order
     brevity_penalty = 1.0 if hyp_len > ref_len else math.exp(1.0 - ref_len / hyp_len)
     return 100.0 * brevity_penalty * math.exp(log_precision)
+
+
+_13A_RULES = (
+    (re.compile(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"), r" \1 "),  # split symbols/punctuation
+    (re.compile(r"([^0-9])([\.,])"), r"\1 \2 "),          # period, comma not after a digit
+    (re.compile(r"([\.,])([^0-9])"), r" \1 \2"),          # period, comma not before a digit
+    (re.compile(r"([0-9])(-)"), r"\1 \2 "),                # dash after a digit
+)
+
+
+def tokenize_13a(line):
+    """The mteval-v13a tokenisation that BLEU scores are quoted with: HTML entities
+    unescaped, punctuation split off, except periods and commas inside numbers."""
+    line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in line:
+        for entity, char in (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">")):
+            line = line.replace(entity, char)
+    line = f" {line} "
+    for pattern, replacement in _13A_RULES:
+        line = pattern.sub(replacement, line)
+    return line.split()
+
+
+def _smoothed_bleu(matches, totals, hyp_len, ref_len):
+    """BLEU with "exp" smoothing: the k-th order without a match counts 1 / (2^k total)."""
+    if hyp_len == 0 or matches[0] == 0:            # not one word right: no smoothing helps
+        return 0.0
+    log_precision, halvings = 0.0, 1.0
+    for m, total in zip(matches, totals):
+        if total == 0:
+            return 0.0
+        if m == 0:
+            halvings *= 2.0
+            log_precision += math.log(1.0 / (halvings * total))
+        else:
+            log_precision += math.log(m / total)
+    brevity_penalty = 1.0 if hyp_len > ref_len else math.exp(1.0 - ref_len / hyp_len)
+    return 100.0 * brevity_penalty * math.exp(log_precision / len(matches))
+
+
+def text_bleu(hypotheses, references, *, lowercase=False, use_sacrebleu=True):
+    """Corpus BLEU of output strings against one reference string each, as sacreBLEU
+    reports it by default (13a tokenisation, exp smoothing): the number to quote."""
+    if len(hypotheses) != len(references):
+        raise InputError(message("references", f"{len(hypotheses)} lines (one per output)",
+                                 len(references)))
+    if lowercase:
+        hypotheses = [h.lower() for h in hypotheses]
+        references = [r.lower() for r in references]
+    if use_sacrebleu:
+        try:
+            import sacrebleu
+        except ImportError:
+            pass
+        else:
+            return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+    stats = bleu_statistics([tokenize_13a(h) for h in hypotheses],
+                            [tokenize_13a(r) for r in references])
+    return _smoothed_bleu(*stats)

@@ -35,6 +35,8 @@ class Seq2SeqData:
     decode_len: int      # longest output when decoding (None: source length + 10)
     bleu: bool           # report BLEU (corpora)
     dropped: dict = field(default_factory=dict)   # split -> pairs longer than max_len
+    val_refs: list = None    # the validation / test reference lines as written (corpora),
+    test_refs: list = None   # aligned with val / test: BLEU is quoted against these
 
 
 def fits(pair, max_len):
@@ -43,11 +45,12 @@ def fits(pair, max_len):
     return len(src) <= max_len and len(tgt) + 1 <= max_len
 
 
-def _fitting(pairs, max_len, split, dropped):
-    kept = [p for p in pairs if fits(p, max_len)]
-    if len(kept) < len(pairs):
-        dropped[split] = (len(pairs) - len(kept), len(pairs))
-    return kept
+def _fitting(pairs, texts, max_len, split, dropped):
+    """(encoded pairs, their target lines) that fit max_len; the rest counted in dropped."""
+    keep = [i for i, p in enumerate(pairs) if fits(p, max_len)]
+    if len(keep) < len(pairs):
+        dropped[split] = (len(pairs) - len(keep), len(pairs))
+    return [pairs[i] for i in keep], [texts[i][1] for i in keep]
 
 
 def read_pairs(src, tgt, tsv, what, options=("--src", "--tgt", "--tsv")):
@@ -95,17 +98,17 @@ def corpus_data(s):
     opts = dict(lowercase=bool(s.get("lowercase")), min_freq=s.get("min_freq") or 1)
     src_tok = WordTokenizer.from_texts([a for a, _ in train], **opts)
     tgt_tok = WordTokenizer.from_texts([b for _, b in train], **opts)
-    dropped = {}
-    splits = {}
+    dropped, splits, refs = {}, {}, {}
     for split, pairs in (("training", train), ("validation", val[:s["eval_examples"]]),
                          ("test", test or [])):
-        splits[split] = _fitting(encode_pairs(pairs, src_tok, tgt_tok), s["max_len"], split,
-                                 dropped)
+        splits[split], refs[split] = _fitting(encode_pairs(pairs, src_tok, tgt_tok), pairs,
+                                              s["max_len"], split, dropped)
     if not splits["training"]:
         raise InputError(message("--max-len", "a limit that keeps some training pairs",
                                  f"{s['max_len']} (every pair is longer)"))
     return Seq2SeqData("translation", None, splits["training"], src_tok, tgt_tok,
-                       splits["validation"], splits["test"] or None, None, True, dropped)
+                       splits["validation"], splits["test"] or None, None, True, dropped,
+                       refs["validation"], refs["test"] or None)
 
 
 def seq2seq_data(s):
