@@ -80,7 +80,7 @@ def forward_matmuls(config, batch_size, src_len, tgt_len):
         *_attention("decoder.cross_attn", c, B, T, S, Nt, Ns, nd),
         _linear("decoder.ffn.linear_1", Nt, D, F, nd),
         _linear("decoder.ffn.linear_2", Nt, F, D, nd),
-        _linear("generator", Nt, D, V, 1),
+        _linear("output_projection", Nt, D, V, 1),
     ]
 
 

@@ -144,9 +144,9 @@ class TorchTransformer:
 
     def project(self, h):
         if self.config.tie_embeddings:
-            E, b = self.params["tgt_embed.weight"], self.params.get("generator.bias")
+            E, b = self.params["tgt_embed.weight"], self.params.get("output_projection.bias")
             return F.linear(h, E, b)                                        # h E^T + b
-        return self.linear("generator", h)
+        return self.linear("output_projection", h)
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         """Logits (B, T, V); masks built from the pad id when None (as ours)."""

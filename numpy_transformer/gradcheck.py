@@ -200,6 +200,15 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
     return GradcheckReport(title or type(module).__name__, rows, rtol)
 
 
+def perturb(module, rng, scale=0.3):
+    """Add noise to every vector parameter (biases, LayerNorm gain and shift), in place,
+    so that the zero biases and unit gains of a fresh module hide no bug; returns module."""
+    for _, param, _ in module.named_parameters():
+        if param.ndim == 1:
+            param += xp.asarray(scale * rng.normal(size=param.shape), dtype=param.dtype)
+    return module
+
+
 def assert_gradients_close(module, *inputs, rtol=1e-7, **kwargs):
     """`gradcheck` that raises AssertionError with the report when any tensor fails."""
     report = gradcheck(module, *inputs, rtol=rtol, **kwargs)

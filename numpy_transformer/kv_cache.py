@@ -19,11 +19,20 @@ What a layer keeps depends on its attention (see the layers' `cache_entries`):
 With D = 512 and L = 128 the MLA cache is 8x smaller: that is MLA's whole point.
 `kv_cache_bytes` gives these sizes from a configuration; `KVCache.nbytes()`
 measures a live cache.
+
+Everything incremental decoding does lives here, bottom-up: one attention layer
+(`cache_entries`, `cached_keys_values`, `extend_cache`, `attend_cached`), one block
+(`encoder_block_step`, `decoder_block_step`), whole models (`gpt_step`,
+`transformer_step`, which `GPT.forward_incremental` and
+`Transformer.decode_incremental` call). It is inference only: no dropout, and
+nothing is kept for a backward.
 """
 
 from .backend import xp
-from .checks import check_positive_int, message
+from .checks import check_float_array, check_positive_int, message
 from .errors import InputError
+from .layers.attention import merge_heads, scaled_dot_product_attention, split_heads
+from .layers.latent_attention import MultiHeadLatentAttention
 
 
 class KVCache:
@@ -70,6 +79,123 @@ class KVCache:
         return (f"KVCache(layers={len(self.layers)}, length={self.length}, "
                 f"bytes={self.nbytes()['total']})")
 
+
+# One attention layer.
+
+def cache_entries(attn, k):
+    """What `attn` keeps per key position of k (B, T, D): {name: (B, T, .)}.
+
+    MHA: the projected keys and values, {"k": k W_k, "v": k W_v}, 2 D numbers.
+    MLA: only the latent {"c": k W_kv_compress}, L numbers; K and V are
+    decompressed from it again at every step (compute traded for memory;
+    production code "absorbs" W_k_decompress into the query instead).
+    """
+    if isinstance(attn, MultiHeadLatentAttention):
+        return {"c": attn.w_kv_compress.forward(k)}                           # (B, T, L)
+    return {"k": attn.w_k.forward(k), "v": attn.w_v.forward(k)}                # (B, T, D) each
+
+
+def cached_keys_values(attn, entries):
+    """The keys and values K, V (B, Tk, D) of every cached position."""
+    if isinstance(attn, MultiHeadLatentAttention):
+        c = entries["c"]                                                       # (B, Tk, L)
+        return attn.w_k_decompress.forward(c), attn.w_v_decompress.forward(c)
+    return entries["k"], entries["v"]
+
+
+def extend_cache(attn, entries, k):
+    """The cache `entries` (a dict, or None to start one) with the positions of k
+    (B, T_new, D) appended along the time axis: (B, t, .) -> (B, t + T_new, .)."""
+    new = cache_entries(attn, k)
+    if entries is None:
+        return new
+    return {name: xp.concatenate([entries[name], new[name]], axis=1)           # (B, t + T_new, .)
+            for name in new}
+
+
+def attend_cached(attn, q, entries, mask=None):
+    """Attention of new queries q (B, Tq, D) over every cached position:
+
+        K, V = cached_keys_values(attn, entries)        (B, Tk, D) each
+        y    = MultiHead(q W_q, K, V, mask) W_o          no dropout
+    mask broadcastable to (B, H, Tq, Tk); None lets every query see every cached key.
+    The same numbers as `attn.forward` on the whole sequence, row for row.
+    """
+    check_float_array(q, "q", ndim=3, last_dim=attn.d_model, last_dim_name="d_model")
+    H = attn.num_heads
+    K, V = cached_keys_values(attn, entries)                                  # (B, Tk, D)
+    qh = split_heads(attn.w_q.forward(q), H)                                  # (B, H, Tq, Dh)
+    out, _ = scaled_dot_product_attention(qh, split_heads(K, H), split_heads(V, H), mask)
+    return attn.w_o.forward(merge_heads(out))                                 # (B, Tq, D)
+
+
+def cached_self_attention(attn, layer_cache, mask=None):
+    """The sublayer function of self-attention in incremental decoding: append the
+    new positions h (B, T_new, D) to layer_cache["self"], then attend over all of them."""
+    def sublayer(h):
+        layer_cache["self"] = extend_cache(attn, layer_cache.get("self"), h)
+        return attend_cached(attn, h, layer_cache["self"], mask)              # (B, T_new, D)
+    return sublayer
+
+
+# One block.
+
+def encoder_block_step(block, x, layer_cache, mask=None):
+    """An EncoderBlock on new positions x (B, T_new, D) only (decoder-only models: causal).
+
+    layer_cache: the block's dict of a KVCache, whose "self" entries grow by
+    T_new positions; mask (1, 1, T_new, T_cached) or None.
+    """
+    x = block.sublayers[0].forward(x, cached_self_attention(block.self_attn, layer_cache, mask))
+    return block.sublayers[1].forward(x, block.feed_forward.forward)          # (B, T_new, D)
+
+
+def decoder_block_step(block, x, memory, src_mask, layer_cache, tgt_mask=None):
+    """A DecoderBlock on new target positions x (B, T_new, D) only.
+
+    layer_cache["self"] grows by T_new positions; layer_cache["cross"] is made
+    from memory (B, S, D) on the first call and reused after (the encoder output
+    does not change while decoding). tgt_mask (1, 1, T_new, T_cached) or None.
+    """
+    cross = block.cross_attn
+    if "cross" not in layer_cache:
+        layer_cache["cross"] = extend_cache(cross, None, memory)
+    x = block.sublayers[0].forward(x, cached_self_attention(block.self_attn, layer_cache,
+                                                            tgt_mask))
+    x = block.sublayers[1].forward(
+        x, lambda h: attend_cached(cross, h, layer_cache["cross"], src_mask))
+    return block.sublayers[2].forward(x, block.feed_forward.forward)          # (B, T_new, D)
+
+
+# Whole models.
+
+def gpt_step(model, ids, cache):
+    """Logits (B, T_new, V) of a GPT for NEW tokens ids (B, T_new) only (ids checked)."""
+    past, T_new = cache.length, ids.shape[1]
+    x = append_positions(model.pos, model.embed.lookup(ids), past)           # (B, T_new, D)
+    mask = incremental_causal_mask(past, T_new)                               # or None
+    for i, layer in enumerate(model.layers):
+        x = encoder_block_step(layer, x, cache.layer(i), mask)                # (B, T_new, D)
+    if model.norm is not None:
+        x = model.norm.forward(x)
+    cache.length = past + T_new
+    return model.output_projection.forward(x)                                 # (B, T_new, V)
+
+
+def transformer_step(model, memory, src_mask, tgt, cache):
+    """Decoder output (B, T_new, D) of a Transformer for NEW target ids tgt (B, T_new)
+    only (ids checked), given the encoder output memory (B, S, D)."""
+    past, T_new = cache.length, tgt.shape[1]
+    y = append_positions(model.tgt_pos, model.tgt_embed.lookup(tgt), past)    # (B, T_new, D)
+    mask = incremental_causal_mask(past, T_new)                               # or None
+    decoder = model.decoder
+    for i, layer in enumerate(decoder.layers):
+        y = decoder_block_step(layer, y, memory, src_mask, cache.layer(i), mask)
+    cache.length = past + T_new
+    return decoder.norm.forward(y) if decoder.norm is not None else y        # (B, T_new, D)
+
+
+# Positions and masks of the new tokens.
 
 def append_positions(pos, x, offset):
     """x + PE[offset : offset + T_new]: sinusoidal positions for tokens fed incrementally.

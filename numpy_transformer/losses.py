@@ -104,8 +104,8 @@ class CrossEntropyLoss(Module):
     def backward(self, dloss=1.0):
         """dlogits = dloss * (p - q) / N on counted rows, 0 on ignored rows."""
         if self.cache is None:
-            raise RuntimeError("CrossEntropyLoss.backward: call forward first "
-                               "(each forward allows one backward)")
+            raise InputError("CrossEntropyLoss.backward: backward called before forward "
+                             "(each forward allows one backward)")
         p, t, valid, rows, shape = self.cache
         self.cache = None
         # BEGIN SOLUTION cross_entropy

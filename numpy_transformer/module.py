@@ -30,6 +30,15 @@ class Module:
     def __call__(self, *inputs, **kwargs):
         return self.forward(*inputs, **kwargs)
 
+    def forward_cache(self):
+        """`self.cache`, what the last forward kept for backward; a clear InputError
+        naming this module when there is none (backward called before forward)."""
+        cache = getattr(self, "cache", None)
+        if cache is None:
+            raise InputError(f"{type(self).__name__}.backward: backward called before forward "
+                             "(backward undoes the last forward: call forward first)")
+        return cache
+
     # Walking the tree of modules.
 
     def named_children(self):

@@ -43,8 +43,8 @@ def test_flop_count_matches_hand_computation():
     dec_cross = (2 * (2 * 3 * 4 * 4) + 2 * (2 * 2 * 4 * 4)           # w_q, w_o on T; w_k, w_v on S
                  + 2 * (2 * 2 * 3 * 2 * 2))                          # (T, Dh)(Dh, S), (T, S)(S, Dh)
     dec_ffn = 2 * (2 * 3 * 4 * 8)
-    generator = 2 * 3 * 4 * 5
-    forward = enc + dec_self + dec_cross + dec_ffn + generator
+    output_projection = 2 * 3 * 4 * 5
+    forward = enc + dec_self + dec_cross + dec_ffn + output_projection
     assert forward == 2024
     assert count_step_flops(hand_config(), 1, 2, 3) == {
         "forward": 2024, "backward": 2 * 2024, "total": 3 * 2024}
@@ -65,7 +65,7 @@ def test_flops_scale_with_layer_count():
     cfg = hand_config()
     cfg.num_encoder_layers = cfg.num_decoder_layers = 3
     three = forward_matmuls(cfg, 2, 5, 7)
-    gen = [mm.flops for mm in one if mm.name == "generator"][0]
+    gen = [mm.flops for mm in one if mm.name == "output_projection"][0]
     assert sum(mm.flops for mm in three) - gen == 3 * (sum(mm.flops for mm in one) - gen)
 
 

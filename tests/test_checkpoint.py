@@ -43,7 +43,7 @@ def test_round_trip_gives_identical_logits_and_next_step(tmp_path, batch):
     assert ckpt.metadata == {"step": 3, "note": "hello"}
     assert ckpt.config["tie_embeddings"] is True
     restored = ckpt.model
-    assert restored.generator.params["weight"] is restored.tgt_embed.params["weight"]
+    assert restored.output_projection.params["weight"] is restored.tgt_embed.params["weight"]
     np.testing.assert_array_equal(model.forward(*batch[:2]), restored.forward(*batch[:2]))
 
     restored_optimizer = Adam(restored, lr=1e-3)

@@ -9,7 +9,7 @@ from numpy_transformer.decoding import (KVCache, beam_search, gnmt_length_penalt
                                         sample, strip_special)
 from numpy_transformer.layers.softmax import log_softmax
 from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
-from numpy_transformer.selfcheck import _perturb
+from numpy_transformer.gradcheck import perturb as _perturb
 
 PAD, BOS, EOS = 0, 1, 2
 VARIANTS = [(a, n) for a in ("mha", "mla") for n in (False, True)]

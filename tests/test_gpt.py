@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from numpy_transformer import load_checkpoint, save_checkpoint
-from numpy_transformer.gradcheck import assert_gradients_close
+from numpy_transformer.errors import InputError, InputTypeError
+from numpy_transformer.gradcheck import assert_gradients_close, perturb
 from numpy_transformer.losses import CrossEntropyLoss
 from numpy_transformer.models import GPT, GPTConfig
 from numpy_transformer.optim import Adam
-from numpy_transformer.selfcheck import _perturb
 
 
 def tiny_config(**overrides):
@@ -17,28 +17,21 @@ def tiny_config(**overrides):
     return GPTConfig(**{**fields, **overrides})
 
 
-@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
-@pytest.mark.parametrize("attention", ["mha", "mla"])
-def test_whole_model_gradients(float64, rng, norm_first, attention):
-    model = _perturb(GPT(tiny_config(norm_first=norm_first, attention=attention,
-                                     latent_dim=3)), rng)
-    ids = rng.integers(1, 11, (2, 5))
-    report = assert_gradients_close(model, ids, rtol=1e-6)
-    assert len(report.rows) == len(list(model.named_parameters()))
-
+# Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
+# run by tests/test_gradcheck.py.
 
 def test_untied_with_dropout_gradients(float64, rng):
-    model = _perturb(GPT(tiny_config(tie_embeddings=False, dropout=0.1, num_layers=1)), rng)
+    model = perturb(GPT(tiny_config(tie_embeddings=False, dropout=0.1, num_layers=1)), rng)
     names = [name for name, _, _ in model.named_parameters()]
-    assert "generator.weight" in names and "norm.gamma" in names
+    assert "output_projection.weight" in names and "norm.gamma" in names
     assert_gradients_close(model, rng.integers(1, 11, (2, 4)), rtol=1e-6)
 
 
 def test_tied_embedding_is_shared():
     model = GPT(tiny_config())
     names = [name for name, _, _ in model.named_parameters()]
-    assert "embed.weight" in names and "generator.weight" not in names
-    assert model.generator.params["weight"] is model.embed.params["weight"]
+    assert "embed.weight" in names and "output_projection.weight" not in names
+    assert model.output_projection.params["weight"] is model.embed.params["weight"]
     assert names.count("embed.weight") == 1
 
 
@@ -72,7 +65,7 @@ def test_overfits_one_batch():
 
 def test_checkpoint_round_trip(tmp_path, rng):
     config = tiny_config(attention="mla", latent_dim=4, tie_embeddings=False, seed=5)
-    model = _perturb(GPT(config), rng)
+    model = perturb(GPT(config), rng)
     path = save_checkpoint(tmp_path / "gpt.npz", model, step=3)
     ckpt = load_checkpoint(str(path))
     assert isinstance(ckpt.model, GPT) and ckpt.model.config == config
@@ -86,17 +79,30 @@ def test_config_to_dict_rebuilds():
     assert GPTConfig(**config.to_dict()) == config
 
 
-@pytest.mark.parametrize("overrides,match", [
-    (dict(d_model=10, num_heads=4), "d_model=10 is not divisible by num_heads=4"),
-    (dict(dropout=1.0), "dropout"),
-    (dict(attention="flash"), "attention"),
-    (dict(latent_dim=0), "latent_dim"),
-    (dict(num_layers=0), "num_layers"),
-    (dict(vocab_size=0), "vocab_size"),
+@pytest.mark.parametrize("overrides,error,match", [
+    (dict(d_model=10, num_heads=4), InputError,
+     r"d_model: expected a multiple of num_heads=4, got d_model=10"),
+    (dict(dropout=1.0), InputError, r"dropout: expected a number in \[0, 1\)"),
+    (dict(attention="flash"), InputError, r"attention: expected one of"),
+    (dict(latent_dim=0), InputError, r"latent_dim: expected None or an integer"),
+    (dict(latent_dim=9), InputError, r"latent_dim: .*L <= d_model=8"),
+    (dict(num_layers=0), InputError, r"num_layers: expected a positive integer"),
+    (dict(num_layers=2.5), InputTypeError, r"num_layers: expected an integer, got 2.5"),
+    (dict(vocab_size=0), InputError, r"vocab_size: expected a positive integer"),
+    (dict(norm_first="no"), InputTypeError, r"norm_first: expected True or False, got 'no'"),
+    (dict(tie_embeddings=0), InputTypeError, r"tie_embeddings: expected True or False, got 0"),
+    (dict(pad_id=11), InputError, r"pad_id: expected a token id in \[0, 11\), got 11"),
+    (dict(seed=1.5), InputTypeError, r"seed: expected an integer >= 0, got 1.5"),
 ])
-def test_bad_config_raises(overrides, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_config_raises(overrides, error, match):
+    with pytest.raises(error, match=f"^{match}"):
         tiny_config(**overrides)
+
+
+def test_backward_before_forward_names_the_model():
+    model = GPT(tiny_config())
+    with pytest.raises(InputError, match=r"^GPT.backward: backward called before forward"):
+        model.backward(np.ones((2, 5, 11), dtype=np.float32))
 
 
 def test_bad_inputs_raise(rng):

@@ -1,9 +1,11 @@
-"""gradcheck: passes correct layers, catches wrong ones, reports a table, validates input."""
+"""gradcheck: passes correct layers, catches wrong ones, reports a table, validates input;
+and every shared gradient-check case (gradcheck_cases.py) of every layer and model passes."""
 
 import numpy as np
 import pytest
 
-from numpy_transformer.gradcheck import assert_gradients_close, gradcheck
+from numpy_transformer.gradcheck import assert_gradients_close, gradcheck, perturb
+from numpy_transformer.gradcheck_cases import CASES, cases_of
 from numpy_transformer.layers.dropout import Dropout
 from numpy_transformer.layers.linear import Linear
 from numpy_transformer.module import Module
@@ -105,3 +107,26 @@ def test_refuses_float32_inputs(float64, rng):
 def test_wrong_dout_shape(float64, rng):
     with pytest.raises(ValueError, match=r"dout: expected shape \(2, 3\)"):
         gradcheck(Linear(4, 3, rng=rng), rng.normal(size=(2, 4)), dout=np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_every_shared_case_passes(float64, case):
+    """The one list of cases that the `gradcheck` command and the grader also run."""
+    report = case.run()
+    assert report.passed, str(report)
+    assert report.max_rel_error <= case.rtol
+
+
+def test_every_grader_group_has_cases():
+    groups = {case.group for case in CASES} - {""}
+    assert all(cases_of(group) for group in groups)
+    with pytest.raises(KeyError, match="no gradient-check case"):
+        cases_of("nonexistent")
+
+
+def test_perturb_changes_only_vectors(float64, rng):
+    layer = Linear(4, 3, rng=rng)
+    weight = layer.params["weight"].copy()
+    assert perturb(layer, rng) is layer
+    np.testing.assert_array_equal(layer.params["weight"], weight)
+    assert np.all(layer.params["bias"] != 0)

@@ -8,12 +8,12 @@ import pytest
 
 from numpy_transformer.backend import default_dtype
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
-from numpy_transformer.kv_cache import KVCache, kv_cache_bytes
+from numpy_transformer.kv_cache import KVCache, attend_cached, extend_cache, kv_cache_bytes
 from numpy_transformer.layers.attention import MultiHeadAttention
 from numpy_transformer.layers.latent_attention import MultiHeadLatentAttention
 from numpy_transformer.masks import make_causal_mask, make_padding_mask
 from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
-from numpy_transformer.selfcheck import _perturb
+from numpy_transformer.gradcheck import perturb
 
 PAD = 0
 VARIANTS = [(a, n) for a in ("mha", "mla") for n in (False, True)]
@@ -25,14 +25,14 @@ def transformer(attention="mha", norm_first=False):
                                d_ff=24, num_encoder_layers=2, num_decoder_layers=2, dropout=0.1,
                                max_len=24, norm_first=norm_first, attention=attention,
                                latent_dim=6, seed=3)
-    return _perturb(build_transformer(config), np.random.default_rng(1))   # random biases too
+    return perturb(build_transformer(config), np.random.default_rng(1))   # random biases too
 
 
 def gpt(attention="mha", norm_first=True):
     config = GPTConfig(vocab_size=17, d_model=16, num_heads=2, d_ff=24, num_layers=2,
                        dropout=0.1, max_len=20, norm_first=norm_first, attention=attention,
                        latent_dim=6, seed=4)
-    return _perturb(GPT(config), np.random.default_rng(2))
+    return perturb(GPT(config), np.random.default_rng(2))
 
 
 def source(B=3, S=7, V=13, seed=0):
@@ -49,21 +49,21 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
     cache built once = forward over memory. MLA caches only c (B, T, L)."""
     rng = np.random.default_rng(1)
     if attention == "mha":
-        layer = _perturb(MultiHeadAttention(8, 2, rng=rng), rng)
+        layer = perturb(MultiHeadAttention(8, 2, rng=rng), rng)
     else:
-        layer = _perturb(MultiHeadLatentAttention(8, 2, 3, bias=True, rng=rng), rng)
+        layer = perturb(MultiHeadLatentAttention(8, 2, 3, bias=True, rng=rng), rng)
     x, mem = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
     full = layer.forward(x, x, x, make_causal_mask(5))
     entries, rows = None, []
     for t in range(5):
         h = x[:, t:t + 1]
-        entries = layer.extend_cache(entries, h, h)
-        rows.append(layer.forward_cached(h, entries))
+        entries = extend_cache(layer, entries, h)
+        rows.append(attend_cached(layer, h, entries))
     np.testing.assert_allclose(np.concatenate(rows, axis=1), full, rtol=0, atol=1e-12)
     shapes = {name: a.shape for name, a in entries.items()}
     assert shapes == ({"c": (2, 5, 3)} if "c" in entries else {"k": (2, 5, 8), "v": (2, 5, 8)})
     pad = np.array([True, True, False, True])[None, None, None, :]
-    np.testing.assert_allclose(layer.forward_cached(x, layer.extend_cache(None, mem, mem), pad),
+    np.testing.assert_allclose(attend_cached(layer, x, extend_cache(layer, None, mem), pad),
                                layer.forward(x, mem, mem, pad), rtol=0, atol=1e-12)
 
 

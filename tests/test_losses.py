@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 
+from numpy_transformer.errors import InputError
+
 from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.losses import CrossEntropyLoss
@@ -110,11 +112,12 @@ def test_float32_stays_float32_and_backward_scales():
 
 def test_backward_needs_a_forward():
     loss = CrossEntropyLoss()
-    with pytest.raises(RuntimeError, match="forward"):
+    message = r"^CrossEntropyLoss.backward: backward called before forward"
+    with pytest.raises(InputError, match=message):
         loss.backward()
     loss.forward(np.zeros((2, 3)), np.array([0, 1]))
     loss.backward()
-    with pytest.raises(RuntimeError, match="forward"):
+    with pytest.raises(InputError, match=message):
         loss.backward()
 
 

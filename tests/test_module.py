@@ -119,3 +119,37 @@ def test_base_forward_backward_not_implemented():
     with pytest.raises(NotImplementedError, match="Module.backward"):
         Module().backward(np.zeros(2))
     assert repr(Block(np.random.default_rng(0))) == "Block(ff, drop)"
+
+
+def every_layer(rng):
+    """(module, a gradient its backward could take): every layer and block, fresh."""
+    from numpy_transformer import layers
+    from numpy_transformer.models import Decoder, DecoderBlock, Encoder, EncoderBlock
+    x = rng.normal(size=(2, 3, 8)).astype(np.float32)
+    return [
+        (layers.Linear(8, 8, rng=rng), x), (layers.TiedLinear(layers.Embedding(8, 8)), x),
+        (layers.Embedding(5, 8, rng=rng), x), (layers.LayerNorm(8), x), (layers.ReLU(), x),
+        (layers.GELU(), x), (layers.Dropout(0.1), x), (layers.Dropout(0.0), x),
+        (layers.Softmax(), x), (layers.LogSoftmax(), x), (layers.FeedForward(8, 12), x),
+        (layers.PositionalEncoding(8, 16, dropout=0.1), x),
+        (layers.MultiHeadAttention(8, 2), x), (layers.MultiHeadLatentAttention(8, 2), x),
+        (EncoderBlock(8, 2, 12), x), (DecoderBlock(8, 2, 12), x),
+        (Encoder(1, 8, 2, 12, norm_first=True), x), (Decoder(1, 8, 2, 12), x),
+    ]
+
+
+def test_backward_before_forward_is_a_clear_input_error(rng):
+    from numpy_transformer.errors import InputError
+    for module, dout in every_layer(rng):
+        with pytest.raises(InputError, match=r"\w+\.backward: backward called before forward"):
+            module.backward(dout)
+
+
+def test_backward_before_forward_names_the_layer(rng):
+    from numpy_transformer import layers
+    from numpy_transformer.errors import InputError
+    for cls, args in ((layers.Linear, (4, 4)), (layers.LayerNorm, (4,)), (layers.Dropout, (0.2,)),
+                      (layers.MultiHeadAttention, (4, 2)), (layers.Embedding, (5, 4))):
+        with pytest.raises(InputError, match=rf"^{cls.__name__}\.backward: backward called "
+                                             "before forward"):
+            cls(*args).backward(np.ones((2, 3, 4), dtype=np.float32))

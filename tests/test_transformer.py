@@ -1,12 +1,12 @@
-"""The whole Transformer: gradient checks of every variant, odd shapes, configuration errors."""
+"""The whole Transformer: gradient checks, odd shapes, configuration and input errors."""
 
 import numpy as np
 import pytest
 
-from numpy_transformer.gradcheck import assert_gradients_close
+from numpy_transformer.errors import InputError, InputTypeError
+from numpy_transformer.gradcheck import assert_gradients_close, perturb
 from numpy_transformer.models import (Decoder, Encoder, Transformer, TransformerConfig,
                                       build_transformer)
-from numpy_transformer.selfcheck import _perturb
 
 
 def tiny_config(**overrides):
@@ -21,23 +21,14 @@ def ids_with_padding(rng, B, T, V):
     return ids
 
 
-@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
-@pytest.mark.parametrize("attention", ["mha", "mla"])
-def test_whole_model_gradients(float64, rng, norm_first, attention):
-    model = _perturb(build_transformer(tiny_config(norm_first=norm_first, attention=attention)),
-                     rng)
-    src = ids_with_padding(rng, 2, 5, 13)
-    tgt = ids_with_padding(rng, 2, 4, 11)
-    report = assert_gradients_close(model, src, tgt, rtol=1e-6)
-    assert len(report.rows) == len(list(model.named_parameters()))
-    assert report.max_rel_error < 1e-6
-
+# Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
+# run by tests/test_gradcheck.py.
 
 def test_tied_embeddings_gradients(float64, rng):
-    model = _perturb(build_transformer(tiny_config(tie_embeddings=True, dropout=0.1)), rng)
+    model = perturb(build_transformer(tiny_config(tie_embeddings=True, dropout=0.1)), rng)
     names = [name for name, _, _ in model.named_parameters()]
-    assert "tgt_embed.weight" in names and "generator.weight" not in names
-    assert model.generator.params["weight"] is model.tgt_embed.params["weight"]
+    assert "tgt_embed.weight" in names and "output_projection.weight" not in names
+    assert model.output_projection.params["weight"] is model.tgt_embed.params["weight"]
     src, tgt = ids_with_padding(rng, 2, 5, 13), ids_with_padding(rng, 2, 3, 11)
     assert_gradients_close(model, src, tgt, rtol=1e-6)
 
@@ -77,7 +68,7 @@ def test_fully_padded_source_gives_finite_outputs(rng):
 def test_decoder_memory_gradient_sums_over_layers(float64, rng):
     """d memory from the Decoder is the sum of every block's cross-attention gradient:
     compare it with finite differences of the decoder as a function of memory."""
-    decoder = _perturb(Decoder(3, 8, 2, 12, rng=rng), rng)
+    decoder = perturb(Decoder(3, 8, 2, 12, rng=rng), rng)
     x, memory = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
     dout = rng.normal(size=(2, 3, 8))
     decoder.forward(x, memory)
@@ -121,17 +112,61 @@ def test_paper_base_parameter_count():
     assert build_transformer(config).num_parameters() == expected
 
 
-@pytest.mark.parametrize("overrides,match", [
-    (dict(d_model=10, num_heads=4), "d_model=10 is not divisible by num_heads=4"),
-    (dict(dropout=1.0), "dropout"),
-    (dict(attention="flash"), "attention"),
-    (dict(latent_dim=0), "latent_dim"),
-    (dict(num_encoder_layers=0), "num_encoder_layers"),
-    (dict(src_vocab_size=0), "src_vocab_size"),
-])
-def test_bad_config_raises(overrides, match):
-    with pytest.raises(ValueError, match=match):
+BAD_CONFIGS = [   # (fields, exception, the message's first words)
+    (dict(d_model=10, num_heads=4), InputError,
+     r"d_model: expected a multiple of num_heads=4, got d_model=10, which is not divisible"),
+    (dict(dropout=1.0), InputError, r"dropout: expected a number in \[0, 1\), got 1.0"),
+    (dict(dropout=-0.1), InputError, r"dropout: expected a number in \[0, 1\), got -0.1"),
+    (dict(dropout="0.1"), InputTypeError, r"dropout: expected a number in \[0, 1\), got '0.1'"),
+    (dict(attention="flash"), InputError, r"attention: expected one of \('mha', 'mla'\)"),
+    (dict(latent_dim=0), InputError, r"latent_dim: expected None or an integer .* got 0"),
+    (dict(latent_dim=9), InputError, r"latent_dim: expected .*L <= d_model=8.* got 9"),
+    (dict(latent_dim=2.0), InputTypeError, r"latent_dim: expected None or an integer"),
+    (dict(num_encoder_layers=0), InputError, r"num_encoder_layers: expected a positive integer"),
+    (dict(num_decoder_layers=True), InputTypeError,
+     r"num_decoder_layers: expected an integer, got True"),
+    (dict(src_vocab_size=0), InputError, r"src_vocab_size: expected a positive integer, got 0"),
+    (dict(d_ff=12.0), InputTypeError, r"d_ff: expected an integer, got 12.0"),
+    (dict(max_len=-1), InputError, r"max_len: expected a positive integer, got -1"),
+    (dict(norm_first="no"), InputTypeError, r"norm_first: expected True or False, got 'no'"),
+    (dict(norm_first=1), InputTypeError, r"norm_first: expected True or False, got 1"),
+    (dict(tie_embeddings="yes"), InputTypeError, r"tie_embeddings: expected True or False"),
+    (dict(pad_id=99), InputError,
+     r"pad_id: expected a token id \(of every vocabulary\) in \[0, 11\), got 99"),
+    (dict(pad_id=-1), InputError, r"pad_id: expected a token id .* got -1"),
+    (dict(pad_id=False), InputTypeError, r"pad_id: expected a token id"),
+    (dict(seed=-1), InputError, r"seed: expected an integer >= 0, got -1"),
+    (dict(seed=None), InputTypeError, r"seed: expected an integer >= 0, got None"),
+]
+
+
+@pytest.mark.parametrize("overrides,error,match", BAD_CONFIGS,
+                         ids=[",".join(f"{k}={v!r}" for k, v in c[0].items()) for c in BAD_CONFIGS])
+def test_bad_config_raises(overrides, error, match):
+    with pytest.raises(error, match=f"^{match}"):
         tiny_config(**overrides)
+
+
+def test_backward_before_forward_names_the_model(rng):
+    model = build_transformer(tiny_config())
+    with pytest.raises(InputError, match=r"^Transformer.backward: backward called before forward"):
+        model.backward(np.ones((2, 4, 11), dtype=np.float32))
+    logits = model.forward(rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4)))
+    with pytest.raises(InputError, match=r"dlogits: expected shape \(2, 4, 11\)"):
+        model.backward(np.ones((2, 3, 11), dtype=np.float32))
+    model.backward(np.ones_like(logits))
+
+
+def test_ids_checked_once_per_forward(rng, monkeypatch):
+    import numpy_transformer.layers.embedding as embedding
+    import numpy_transformer.models.transformer as transformer
+    calls = []
+    for module in (transformer, embedding):
+        monkeypatch.setattr(module, "check_ids", lambda ids, name, *a, real=module.check_ids,
+                            **k: (calls.append(name), real(ids, name, *a, **k))[1])
+    model = build_transformer(tiny_config())
+    model.forward(rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4)))
+    assert calls == ["src", "tgt_in"]
 
 
 def test_bad_inputs_raise(rng):

@@ -1,5 +1,6 @@
-"""Checks of the layer parts: linear, embedding, layernorm, softmax, feedforward,
-cross_entropy and adam. Each states the error a correct answer reaches.
+"""Checks of the layer parts: linear, embedding, layernorm, softmax and feedforward,
+and the helpers every check uses. Each states the error a correct answer reaches.
+The gradient-check cases themselves are shared with the tests: gradcheck_cases.py.
 
 Finite differences run in float64 (the checker's fourth-order central
 differences with eps = 1e-4): a correct backward agrees to about 1e-9 (often
@@ -10,36 +11,42 @@ forms) and reach about 1e-15.
 
 import numpy as np
 
-from ..gradcheck import gradcheck
+from ..gradcheck import gradcheck, perturb
+from ..gradcheck_cases import cases_of, rand
 from .parts import CheckFailed, check
 
 FD = "max rel err ~1e-9 against finite differences (pass <= 1e-7)"
 EXACT = "equal up to rounding, rel err ~1e-15 (pass <= 1e-10)"
 
 
-def rand(pkg, rng, *shape, scale=1.0):
-    return pkg.xp.asarray(scale * rng.normal(size=shape))
-
-
-def perturb(pkg, module, rng, scale=0.3):
-    """Random vector parameters (biases, gains), so that zeros and ones hide no bug."""
-    for _, param, _ in module.named_parameters():
-        if param.ndim == 1:
-            param += pkg.xp.asarray(scale * rng.normal(size=param.shape))
-    return module
+def failed(report, what):
+    """CheckFailed naming the tensors of a failed gradcheck report."""
+    bad = report.failing
+    names = ", ".join(f"{r.name} ({r.max_rel_error:.1e})" for r in bad[:3])
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    verb = "does" if len(bad) == 1 else "do"
+    return CheckFailed(f"{what}: the gradient{'s' * (len(bad) > 1)} of {names}{more} {verb} "
+                       "not match finite differences (or not finite)", report.max_rel_error)
 
 
 def gradients_agree(module, *inputs, what, rtol=1e-7, **kwargs):
     """gradcheck; CheckFailed naming the tensors that disagree. Returns the max rel error."""
     report = gradcheck(module, *inputs, rtol=rtol, **kwargs)
     if not report.passed:
-        bad = [r for r in report.rows if not r.passed]
-        names = ", ".join(f"{r.name} ({r.max_rel_error:.1e})" for r in bad[:3])
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        verb = "does" if len(bad) == 1 else "do"
-        raise CheckFailed(f"{what}: the gradient{'s' * (len(bad) > 1)} of {names}{more} {verb} "
-                          "not match finite differences (or not finite)", report.max_rel_error)
+        raise failed(report, what)
     return report.max_rel_error
+
+
+def cases_agree(pkg, group):
+    """Run the shared gradient-check cases of `group` (gradcheck_cases.py) on `pkg`;
+    CheckFailed naming the first that disagrees. Returns the largest relative error."""
+    worst = 0.0
+    for case in cases_of(group):
+        report = case.run(pkg)
+        if not report.passed:
+            raise failed(report, case.name)
+        worst = max(worst, report.max_rel_error)
+    return worst
 
 
 def relative_error(pkg, got, expected):
@@ -78,18 +85,13 @@ def accumulates(pkg, module, run_forward, dout, what):
 
 @check("linear", 4, FD)
 def linear_gradients(pkg):
-    rng = np.random.default_rng(1)
-    layer = perturb(pkg, pkg.Linear(4, 5, rng=rng), rng)
-    e1 = gradients_agree(layer, rand(pkg, rng, 2, 3, 4), what="Linear(4, 5) on x (2, 3, 4)")
-    layer = pkg.Linear(4, 3, bias=False, rng=rng)
-    e2 = gradients_agree(layer, rand(pkg, rng, 6, 4), what="Linear(4, 3, bias=False), x (6, 4)")
-    return max(e1, e2)
+    return cases_agree(pkg, "linear")
 
 
 @check("linear", 3, EXACT)
 def linear_accumulates(pkg):
     rng = np.random.default_rng(2)
-    layer = perturb(pkg, pkg.Linear(4, 5, rng=rng), rng)
+    layer = perturb(pkg.Linear(4, 5, rng=rng), rng)
     x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 5)
     return accumulates(pkg, layer, lambda: layer.forward(x), dy, "Linear")
 
@@ -98,9 +100,9 @@ def linear_accumulates(pkg):
 def tied_linear_accumulates(pkg):
     rng = np.random.default_rng(3)
     embedding = pkg.Embedding(7, 4, rng=rng)
-    tied = perturb(pkg, pkg.TiedLinear(embedding), rng)
+    tied = perturb(pkg.TiedLinear(embedding), rng)
     x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 7)
-    err = gradients_agree(tied, x, what="TiedLinear(Embedding(7, 4)) on x (2, 3, 4)")
+    err = cases_agree(pkg, "tied_linear")
     tied.zero_grad()
     tied.forward(x)
     tied.backward(dy)
@@ -120,14 +122,7 @@ def tied_linear_accumulates(pkg):
 
 @check("embedding", 4, FD)
 def embedding_gradients(pkg):
-    rng = np.random.default_rng(4)
-    ids = pkg.xp.asarray([[1, 3, 1, 6, 3], [0, 1, 1, 2, 6]])   # repeats; ids 4 and 5 unused
-    err = 0.0
-    for scale in (True, False):
-        emb = pkg.Embedding(7, 4, scale=scale, rng=rng)
-        err = max(err, gradients_agree(emb, ids, what=f"Embedding(7, 4, scale={scale}), "
-                                       "ids with repeats"))
-    return err
+    return cases_agree(pkg, "embedding")
 
 
 @check("embedding", 3, EXACT)
@@ -155,30 +150,20 @@ def embedding_accumulates(pkg):
 
 @check("layernorm", 6, FD)
 def layernorm_gradients(pkg):
-    rng = np.random.default_rng(7)
-    norm = perturb(pkg, pkg.LayerNorm(5), rng)
-    e1 = gradients_agree(norm, rand(pkg, rng, 2, 3, 5, scale=2.0) + 1.0,
-                         what="LayerNorm(5) on x (2, 3, 5)")
-    e2 = gradients_agree(norm, rand(pkg, rng, 4, 5), what="LayerNorm(5) on x (4, 5)")
-    return max(e1, e2)
+    return cases_agree(pkg, "layernorm")
 
 
 @check("layernorm", 4, EXACT)
 def layernorm_accumulates(pkg):
     rng = np.random.default_rng(8)
-    norm = perturb(pkg, pkg.LayerNorm(5), rng)
+    norm = perturb(pkg.LayerNorm(5), rng)
     x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
     return accumulates(pkg, norm, lambda: norm.forward(x), dy, "LayerNorm")
 
 
 @check("softmax", 6, FD)
 def softmax_gradients(pkg):
-    rng = np.random.default_rng(9)
-    e1 = gradients_agree(pkg.Softmax(), rand(pkg, rng, 2, 3, 5, scale=3.0),
-                         what="softmax over the last axis of x (2, 3, 5)")
-    e2 = gradients_agree(pkg.Softmax(axis=1), rand(pkg, rng, 2, 4, 3, scale=3.0),
-                         what="softmax over axis 1 of x (2, 4, 3)")
-    return max(e1, e2)
+    return cases_agree(pkg, "softmax")
 
 
 @check("softmax", 4, "finite, 0 on masked entries; finite differences ~1e-9 (pass <= 1e-7)")
@@ -189,8 +174,7 @@ def softmax_fully_masked_row(pkg):
     mask[1, :, 3:] = False
     x, dp = rand(pkg, rng, 2, 3, 5, scale=3.0), rand(pkg, rng, 2, 3, 5)
     softmax = pkg.Softmax()
-    err = gradients_agree(softmax, x, what="masked softmax with a fully masked row",
-                          forward_kwargs={"mask": mask}, dout=dp)
+    err = cases_agree(pkg, "softmax_masked")
     softmax.forward(x, mask=mask)
     dx = softmax.backward(dp)
     if not bool(pkg.xp.all(pkg.xp.isfinite(dx))) or bool(pkg.xp.any(dx[~mask] != 0)):
@@ -201,22 +185,17 @@ def softmax_fully_masked_row(pkg):
 
 @check("feedforward", 4, FD)
 def feedforward_relu_dropout(pkg):
-    rng = np.random.default_rng(11)
-    ff = perturb(pkg, pkg.FeedForward(5, 7, dropout=0.2, rng=rng), rng)
-    return gradients_agree(ff, rand(pkg, rng, 2, 3, 5),
-                           what="FeedForward(5, 7, relu, dropout 0.2 with its mask frozen)")
+    return cases_agree(pkg, "feedforward_relu")
 
 
 @check("feedforward", 3, FD)
 def feedforward_gelu(pkg):
-    rng = np.random.default_rng(12)
-    ff = perturb(pkg, pkg.FeedForward(5, 7, activation="gelu", rng=rng), rng)
-    return gradients_agree(ff, rand(pkg, rng, 2, 3, 5), what="FeedForward(5, 7, gelu)")
+    return cases_agree(pkg, "feedforward_gelu")
 
 
 @check("feedforward", 3, EXACT)
 def feedforward_accumulates(pkg):
     rng = np.random.default_rng(13)
-    ff = perturb(pkg, pkg.FeedForward(5, 7, rng=rng), rng)
+    ff = perturb(pkg.FeedForward(5, 7, rng=rng), rng)
     x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
     return accumulates(pkg, ff, lambda: ff.forward(x), dy, "FeedForward")

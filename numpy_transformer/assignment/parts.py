@@ -13,10 +13,11 @@ mistakes (gradients overwritten instead of accumulated, repeated token ids,
 fully masked rows, Adam's bias correction, ...).
 """
 
-import importlib
 import math
 from dataclasses import dataclass, field
+
 from ..errors import InputError
+from ..gradcheck_cases import Package
 
 PARTS = ("linear", "layernorm", "softmax", "attention", "multihead_attention", "mla",
          "feedforward", "embedding", "cross_entropy", "adam", "encoder_stack", "decoder_stack")
@@ -83,33 +84,6 @@ def validate_parts(parts):
 def max_points(part):
     _load_checks()
     return sum(c.points for c in CHECKS[part])
-
-
-class Package:
-    """Attribute access to the package under test: `pkg.Linear`, `pkg.module("losses")`."""
-
-    NAMES = {
-        "Module": "module", "default_dtype": "backend", "xp": "backend",
-        "Linear": "layers.linear", "TiedLinear": "layers.linear",
-        "LayerNorm": "layers.normalization", "Softmax": "layers.softmax",
-        "FeedForward": "layers.feedforward", "Embedding": "layers.embedding",
-        "Dropout": "layers.dropout", "MultiHeadAttention": "layers.attention",
-        "MultiHeadLatentAttention": "layers.latent_attention",
-        "CrossEntropyLoss": "losses", "Adam": "optim.adam", "AdamW": "optim.adam",
-        "Encoder": "models.encoder", "Decoder": "models.decoder",
-        "make_causal_mask": "masks",
-    }
-
-    def __init__(self, name="numpy_transformer"):
-        self.name = name
-
-    def module(self, dotted):
-        return importlib.import_module(f"{self.name}.{dotted}")
-
-    def __getattr__(self, attr):
-        if attr not in Package.NAMES:
-            raise AttributeError(attr)
-        return getattr(self.module(Package.NAMES[attr]), attr)
 
 
 @dataclass

@@ -26,7 +26,8 @@ class ReLU(Module):
         return xp.multiply(x, self.cache, out=x if self.inplace else None)
 
     def backward(self, dy):
-        return xp.multiply(dy, self.cache, out=dy if self.inplace else None)
+        positive = self.forward_cache()
+        return xp.multiply(dy, positive, out=dy if self.inplace else None)
 
 
 class GELU(Module):
@@ -52,6 +53,6 @@ class GELU(Module):
         return 0.5 * x * (1.0 + t)
 
     def backward(self, dy):
-        x, t = self.cache
+        x, t = self.forward_cache()
         du_dx = self.C * (1.0 + 3.0 * self.A * x**2)
         return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)

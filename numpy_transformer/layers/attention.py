@@ -19,12 +19,11 @@ import math
 
 import numpy as np
 
-from ..backend import xp
 from ..checks import check_float_array, check_mask, check_positive_int, message
 from ..module import Module
 from .dropout import Dropout
 from .linear import Linear
-from .softmax import softmax
+from .softmax import softmax, softmax_backward
 from ..errors import InputError, InputTypeError
 
 
@@ -52,24 +51,19 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     Backward (reverse order, dO given; see `scaled_dot_product_attention_backward`):
         dV = A'^T dO                   dA' = dO V^T
         dA = dropout backward of dA'   (the same kept mask, the same 1 / (1 - p))
-        dS = A * (dA - rowsum(dA * A)) softmax backward; 0 wherever A is 0 (masked)
+        dS = softmax backward of dA    A * (dA - rowsum(dA * A)); 0 wherever A is 0
         dQ = dS K / sqrt(Dh)           dK = dS^T Q / sqrt(Dh)
     Shapes: q (B, H, Tq, Dh), k and v (B, H, Tk, Dh), mask boolean broadcastable to
         (B, H, Tq, Tk) with True = may attend; O (B, H, Tq, Dh), A (B, H, Tq, Tk).
     Returns (O, A), A before dropout (rows sum to 1, or 0 when fully masked).
     Cache: none kept here; the caller keeps q, k, v and A for the backward, and the
-        `Dropout` module keeps its own mask.
+        `Dropout` module keeps its own mask (A' is recomputed from A and that mask).
     """
-    scores = q @ k.swapaxes(-1, -2)                 # (B, H, Tq, Tk)
-    scores *= 1.0 / math.sqrt(q.shape[-1])          # a Python float: float32 stays float32
-    attn = softmax(scores, axis=-1, mask=mask, inplace=True)   # (B, H, Tq, Tk)
-    dropped = attn if dropout is None else dropout.forward(attn)   # (B, H, Tq, Tk)
-    if dropped.ndim != 4 or dropped.shape[:2] != v.shape[:2]:
-        return dropped @ v, attn
-    # O is written in (B, Tq, H, Dh) memory order: merge_heads(O) is then a free reshape
-    B, H, Tq, _ = dropped.shape
-    out = xp.empty((B, Tq, H, v.shape[-1]), dtype=xp.result_type(dropped, v))   # (B, Tq, H, Dh)
-    return xp.matmul(dropped, v, out=out.transpose(0, 2, 1, 3)), attn    # (B, H, Tq, Dh)
+    scores = q @ k.swapaxes(-1, -2)                                 # (B, H, Tq, Tk)
+    scores /= math.sqrt(q.shape[-1])
+    attn = softmax(scores, axis=-1, mask=mask)                      # (B, H, Tq, Tk)
+    dropped = attn if dropout is None else dropout.forward(attn)    # (B, H, Tq, Tk)
+    return dropped @ v, attn                                        # (B, H, Tq, Dh)
 
 
 def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
@@ -81,21 +75,17 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
     # BEGIN SOLUTION attention
     # HINT: undo O = A' v, A' = dropout(A), A = softmax(S), S = q k^T / sqrt(Dh) in that order
     scale = 1.0 / math.sqrt(q.shape[-1])
-    # O = A' v. Dropout's backward multiplies by its kept mask, which rebuilds A'
-    # from A: cheaper in memory than caching A' next to A.
-    dropped = attn if dropout is None else dropout.backward(attn)  # (B, H, Tq, Tk)
+    # O = A' v, with A' = dropout(A) recomputed from A and the dropout's kept mask
+    dropped = attn if dropout is None else dropout.reapply(attn)   # (B, H, Tq, Tk)
     dv = dropped.swapaxes(-1, -2) @ dout            # (B, H, Tk, Dh)
     dattn = dout @ v.swapaxes(-1, -2)               # (B, H, Tq, Tk)
     # A' = dropout(A)
     if dropout is not None:
         dattn = dropout.backward(dattn)             # (B, H, Tq, Tk)
-    # A = softmax(S): softmax_backward, dA becoming dS in place (it is our own array),
-    # the row sums of dA * A as one einsum (no temporary)
-    dscores = dattn
-    dscores -= xp.einsum("...k,...k->...", dattn, attn)[..., None]
-    dscores *= attn                                 # (B, H, Tq, Tk)
-    dscores *= scale
+    # A = softmax(S)
+    dscores = softmax_backward(dattn, attn)         # (B, H, Tq, Tk)
     # S = q k^T * scale
+    dscores *= scale                                # now the gradient of q k^T
     dq = dscores @ k                                # (B, H, Tq, Dh)
     dk = dscores.swapaxes(-1, -2) @ q               # (B, H, Tk, Dh)
     return dq, dk, dv
@@ -114,11 +104,9 @@ class MultiHeadAttentionBase(Module):
     Shapes: q (B, Tq, D), k and v (B, Tk, D), mask broadcastable to (B, H, Tq, Tk), y (B, Tq, D).
     Cache: Q, K, V split into heads (B, H, T, Dh); `attn_weights` A (B, H, Tq, Tk),
         kept for backward and for plotting attention maps.
-    A subclass builds `w_o`, `dropout` and its input projections, and defines
+    A subclass builds `w_q`, `w_o`, `dropout` and its key/value projections, and defines
         project(q, k, v) -> (Q, K, V) and project_backward(dQ, dK, dV) -> (dq, dk, dv).
-    Incremental decoding (`extend_cache`, `forward_cached`) also needs `w_q` and
-        cache_entries(k, v) -> {name: (B, T, .)}, what a KV cache keeps per position,
-        cached_keys_values(entries) -> (K, V), each (B, Tk, D).
+    Incremental decoding with a KV cache: see kv_cache.py.
     """
 
     def __init__(self, d_model, num_heads):
@@ -161,7 +149,7 @@ class MultiHeadAttentionBase(Module):
     def backward(self, dout):
         # BEGIN SOLUTION multihead_attention
         # HINT: w_o backward, split heads, attention backward, merge heads, then project_backward
-        qh, kh, vh = self.cache
+        qh, kh, vh = self.forward_cache()
         # y = merge_heads(O) W_o + b_o
         dheads = split_heads(self.w_o.backward(dout), self.num_heads)        # (B, H, Tq, Dh)
         # O = attention(Qh, Kh, Vh)
@@ -170,36 +158,6 @@ class MultiHeadAttentionBase(Module):
         # Qh, Kh, Vh = split_heads(project(q, k, v))
         return self.project_backward(merge_heads(dqh), merge_heads(dkh), merge_heads(dvh))
         # END SOLUTION
-
-    # Incremental decoding (inference only: nothing kept for a backward).
-
-    def extend_cache(self, entries, k, v):
-        """The cache `entries` (a dict, or None to start one) with T_new more positions.
-
-        k, v (B, T_new, D) are the new keys/values inputs; what is stored per
-        position is the subclass's `cache_entries(k, v)` (MHA: K and V; MLA: the
-        latent c), appended along the time axis: (B, t, .) -> (B, t + T_new, .).
-        """
-        new = self.cache_entries(k, v)
-        if entries is None:
-            return new
-        return {name: xp.concatenate([entries[name], new[name]], axis=1)    # (B, t + T_new, .)
-                for name in new}
-
-    def forward_cached(self, q, entries, mask=None):
-        """Attention of new queries q (B, Tq, D) over every cached position (inference).
-
-            K, V = cached_keys_values(entries)          (B, Tk, D) each
-            y    = MultiHead(q W_q, K, V, mask) W_o      no dropout, nothing cached for backward
-        mask broadcastable to (B, H, Tq, Tk); None lets every query see every cached key.
-        The same numbers as `forward` on the whole sequence, row for row.
-        """
-        check_float_array(q, "q", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
-        H = self.num_heads
-        K, V = self.cached_keys_values(entries)                              # (B, Tk, D)
-        qh = split_heads(self.w_q.forward(q), H)                             # (B, H, Tq, Dh)
-        out, _ = scaled_dot_product_attention(qh, split_heads(K, H), split_heads(V, H), mask)
-        return self.w_o.forward(merge_heads(out))                            # (B, Tq, D)
 
 
 class MultiHeadAttention(MultiHeadAttentionBase):
@@ -239,10 +197,3 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         # HINT: each of Q, K, V came from its own Linear: (dq, dk, dv) through their backward
         return self.w_q.backward(dQ), self.w_k.backward(dK), self.w_v.backward(dV)
         # END SOLUTION
-
-    # A KV cache keeps the projected keys and values: 2 D numbers per position.
-    def cache_entries(self, k, v):
-        return {"k": self.w_k.forward(k), "v": self.w_v.forward(v)}         # (B, T, D) each
-
-    def cached_keys_values(self, entries):
-        return entries["k"], entries["v"]                                    # (B, Tk, D) each

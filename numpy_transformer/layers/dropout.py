@@ -6,13 +6,15 @@ from ..backend import xp
 from ..checks import check_probability
 from ..module import Module
 
+OFF = "off"     # what `cache` holds after a forward that dropped nothing (eval mode, or p = 0)
+
 
 class Dropout(Module):
     """Inverted dropout: y = x * m / (1 - p), m_i ~ Bernoulli(1 - p); identity in eval mode.
 
     Dividing by (1 - p) at training time keeps E[y] = x, so nothing changes at test time.
     Backward: dx = dy * m / (1 - p), with the same mask m.
-    Cache: the scaled mask m / (1 - p) (None when dropout is off).
+    Cache: the scaled mask m / (1 - p), or OFF when dropout is off (eval mode or p = 0).
     `frozen = True` (set by the gradient checker) reuses the last mask instead of
     drawing a new one, so that repeated forwards compute the same function.
     """
@@ -27,10 +29,10 @@ class Dropout(Module):
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
-            self.cache = None
+            self.cache = OFF
             return x
         mask = self.cache
-        if not (self.frozen and mask is not None and mask.shape == x.shape):
+        if not (self.frozen and hasattr(mask, "shape") and mask.shape == x.shape):
             keep = self.rng.random(x.shape, dtype="float32") >= self.p    # drawn on the CPU: one seed, one mask
             mask = xp.asarray(keep, dtype=x.dtype)                         # 1.0 kept, 0.0 dropped
             mask /= x.dtype.type(1.0 - self.p)
@@ -38,4 +40,14 @@ class Dropout(Module):
         return x * mask
 
     def backward(self, dy):
-        return dy if self.cache is None else dy * self.cache
+        mask = self.forward_cache()
+        return dy if mask is OFF else dy * mask
+
+    def reapply(self, x):
+        """x through the last forward's mask again: what forward(x) gave, no new mask drawn.
+
+        For a caller that recomputes this dropout's output when it needs it rather
+        than keeping it (attention, whose weights A' = dropout(A) are as big as A).
+        """
+        mask = self.forward_cache()
+        return x if mask is OFF else x * mask

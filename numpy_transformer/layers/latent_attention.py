@@ -11,7 +11,7 @@ and derives both keys and values from it,
     K = c W_k_decompress       V = c W_v_decompress       (L -> D each)
 
 so a decoder only has to cache c: L numbers per token per layer instead of 2 D
-(with D = 512 and L = 128, an 8x smaller cache). The rest is ordinary multi-head
+(with D = 512 and L = 128, an 8x smaller cache; see kv_cache.py). The rest is ordinary multi-head
 attention: Q = q W_q, heads, softmax(Q K^T / sqrt(Dh), mask) V, output W_o.
 (DeepSeek-V2 also compresses the queries, normalises c and adds a rotary part;
 this teaching version keeps only the key/value compression.)
@@ -86,14 +86,3 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         dk = self.w_kv_compress.backward(dc)                                # (B, Tk, D)
         return self.w_q.backward(dQ), dk, xp.zeros_like(dk)                 # v is k: no dv
         # END SOLUTION
-
-    # A KV cache keeps only the latent c: L numbers per position instead of 2 D.
-    # Each step decompresses K and V from it again (compute traded for memory).
-    # Production code "absorbs" W_k_decompress into the query instead
-    # (Q K^T = (Q W_k_decompress^T) c^T per head) to skip that work.
-    def cache_entries(self, k, v):
-        return {"c": self.w_kv_compress.forward(k)}                         # (B, T, L)
-
-    def cached_keys_values(self, entries):
-        c = entries["c"]                                                     # (B, Tk, L)
-        return self.w_k_decompress.forward(c), self.w_v_decompress.forward(c)   # (B, Tk, D)

@@ -1,10 +1,11 @@
-"""Linear: an affine map over the last axis."""
+"""Linear: an affine map over the last axis; TiedLinear: the same map with an embedding's matrix."""
 
 import numpy as np
 
 from ..backend import get_default_dtype, xp
 from ..checks import check_float_array
 from ..module import Module
+from . import fast
 
 
 class Linear(Module):
@@ -15,7 +16,12 @@ class Linear(Module):
         dx = dy W^T        dW = x^T dy        db = sum over N of dy
     Cache: x, needed for dW.
     Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
+    `transposed` (TiedLinear): the parameter array holds W^T, shape (D_out, D_in),
+        so its gradient is dW^T = dy^T x.
     """
+
+    transposed = False
+    input_name = "in_features"          # how error messages call x's last dimension
 
     def __init__(self, in_features, out_features, bias=True, *, rng=None):
         super().__init__()
@@ -29,67 +35,58 @@ class Linear(Module):
         self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
         self.cache = None
 
+    def matrix(self):
+        """W, shape (D_in, D_out): the parameter itself, or a view of its transpose."""
+        W = self.params["weight"]
+        return W.T if self.transposed else W
+
     def forward(self, x):
-        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="in_features")
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
         self.cache = x
         # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
         # otherwise run one small matmul per batch row, 1.5-2.5x slower.
-        y = x.reshape(-1, self.in_features) @ self.params["weight"]       # (N, D_out)
+        y = x.reshape(-1, self.in_features) @ self.matrix()             # (N, D_out)
         if "bias" in self.params:
             y += self.params["bias"]
         return y.reshape(*x.shape[:-1], self.out_features)               # (..., D_out)
 
     def backward(self, dy):
         # BEGIN SOLUTION linear
-        # HINT: ADD x^T dy and sum(dy) over N = all leading dims into grads; return dy W^T
-        x, W = self.cache, self.params["weight"]
+        # HINT: ADD x^T dy (or its transpose, when transposed) and sum(dy) into grads; dy W^T
+        x = self.forward_cache()
         x2 = x.reshape(-1, self.in_features)              # (N, D_in)
         dy2 = dy.reshape(-1, self.out_features)           # (N, D_out)
-        self.grads["weight"] += x2.T @ dy2                # (D_in, D_out)
+        if self.transposed:
+            self.grads["weight"] += dy2.T @ x2            # (D_out, D_in) = dW^T
+        else:
+            self.grads["weight"] += x2.T @ dy2            # (D_in, D_out)
         if "bias" in self.params:
-            # the sum over N as (1, ..., 1) dy2: several times faster than dy2.sum(axis=0)
-            self.grads["bias"] += xp.ones(len(dy2), dtype=dy2.dtype) @ dy2   # (D_out,)
-        return (dy2 @ W.T).reshape(x.shape)               # (..., D_in)
+            self.grads["bias"] += fast.sum(dy2, 0)        # (D_out,)
+        return (dy2 @ self.matrix().T).reshape(x.shape)   # (..., D_in)
         # END SOLUTION
 
 
-class TiedLinear(Module):
+class TiedLinear(Linear):
     """Output projection that shares its matrix with an Embedding (weight tying,
     paper section 3.4): logits = x E^T + b, with E the embedding's (V, D) weight.
 
+    A Linear with W = E^T (`transposed`): the same forward and backward.
     Shapes: x (..., D), E (V, D), b (V,), y (..., V)
     Backward: dx = dy E, dE += dy^T x (added into the embedding's own gradient
     array, so the embedding and the projection accumulate into one place), db = sum dy.
     Cache: x.
     """
 
+    transposed = True
+    input_name = "d_model"
+
     def __init__(self, embedding, bias=True):
-        super().__init__()
-        W = embedding.params["weight"]                                # (V, D), shared
-        self.in_features, self.out_features = W.shape[1], W.shape[0]
-        self.params = {"weight": W}
+        Module.__init__(self)
+        E = embedding.params["weight"]                                # (V, D), shared
+        self.in_features, self.out_features = E.shape[1], E.shape[0]
+        self.params = {"weight": E}
         self.grads = {"weight": embedding.grads["weight"]}
         if bias:
-            self.params["bias"] = xp.zeros(W.shape[0], dtype=W.dtype)
+            self.params["bias"] = xp.zeros(E.shape[0], dtype=E.dtype)
             self.grads["bias"] = xp.zeros_like(self.params["bias"])
         self.cache = None
-
-    def forward(self, x):
-        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="d_model")
-        self.cache = x
-        y = x.reshape(-1, self.in_features) @ self.params["weight"].T   # (N, V)
-        if "bias" in self.params:
-            y += self.params["bias"]
-        return y.reshape(*x.shape[:-1], self.out_features)             # (..., V)
-
-    def backward(self, dy):
-        # BEGIN SOLUTION linear
-        # HINT: W is the embedding's (V, D) array: ADD dy^T x into the shared grads; return dy W
-        x, W = self.cache, self.params["weight"]
-        x2 = x.reshape(-1, self.in_features)                          # (N, D)
-        dy2 = dy.reshape(-1, self.out_features)                       # (N, V)
-        self.grads["weight"] += dy2.T @ x2                            # (V, D)
-        if "bias" in self.params:
-            self.grads["bias"] += xp.ones(len(dy2), dtype=dy2.dtype) @ dy2   # (V,), sum over N
-        return (dy2 @ W).reshape(x.shape)                             # (..., D)
-        # END SOLUTION

@@ -4,6 +4,7 @@ from ..backend import get_default_dtype, xp
 from ..checks import check_float_array, check_positive_int, message
 from ..module import Module
 from ..errors import InputError, InputTypeError
+from . import fast
 
 
 class LayerNorm(Module):
@@ -39,39 +40,30 @@ class LayerNorm(Module):
 
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
-        D = self.d_model
-        x2 = x.reshape(-1, D)                                     # (N, D), N = all leading dims
-        # Row means as a matrix-vector product and the variance as row-wise dot products:
-        # NumPy's .mean over a short last axis is several times slower, and needs temporaries.
-        mu = x2 @ xp.full(D, 1.0 / D, dtype=x.dtype)              # (N,)
-        xhat = x2 - mu[:, None]                                   # (N, D), centred for now
-        var = xp.einsum("nd,nd->n", xhat, xhat) / D               # (N,)
-        r = (1.0 / xp.sqrt(var + self.eps))[:, None]              # (N, 1)
-        xhat *= r                                                 # (N, D), now normalized
-        self.cache = (xhat.reshape(x.shape), r.reshape(*x.shape[:-1], 1))
-        y = xhat * self.params["gamma"]                           # (N, D)
+        mu = fast.mean(x, -1, keepdims=True)                      # (..., 1)
+        xc = x - mu                                               # (..., D) centred
+        var = fast.mean(xc**2, -1, keepdims=True)                 # (..., 1) biased variance
+        r = 1.0 / xp.sqrt(var + self.eps)                         # (..., 1) 1 / sigma
+        xhat = xc * r                                             # (..., D)
+        self.cache = (xhat, r)
+        y = self.params["gamma"] * xhat                           # (..., D)
         y += self.params["beta"]
-        return y.reshape(x.shape)                                 # (..., D)
+        return y
 
     def backward(self, dy):
         # BEGIN SOLUTION layernorm
         # HINT: ADD the gamma, beta grads; dx = r (g - mean(g) - xhat mean(g xhat)), g = dy gamma
-        xhat, r = self.cache
-        D, gamma = self.d_model, self.params["gamma"]
-        dy2, xhat2 = dy.reshape(-1, D), xhat.reshape(-1, D)      # (N, D)
-        # y = gamma * xhat + beta. Sums over N as (1, ..., 1) @ matrix: faster than .sum(0)
-        ones = xp.ones(dy2.shape[0], dtype=dy.dtype)              # (N,)
-        dy_xhat = dy2 * xhat2                                     # (N, D)
-        self.grads["gamma"] += ones @ dy_xhat                     # (D,)
-        self.grads["beta"] += ones @ dy2                          # (D,)
-        # xhat = (x - mu) r, with mu and r themselves functions of x. With g = dy * gamma,
-        # the row means are matrix-vector products: mean(g) = dy @ gamma / D and
-        # mean(g * xhat) = (dy * xhat) @ gamma / D
-        mean_g = dy2 @ (gamma / D)                                # (N,)
-        mean_g_xhat = dy_xhat @ (gamma / D)                       # (N,)
-        dx = dy2 * gamma                                          # (N, D), g for now
-        dx -= mean_g[:, None]
-        dx -= xp.multiply(xhat2, mean_g_xhat[:, None], out=dy_xhat)   # reuse the buffer
-        dx *= r.reshape(-1, 1)
-        return dx.reshape(dy.shape)                               # (..., D)
+        xhat, r = self.forward_cache()
+        D = self.d_model
+        # y = gamma * xhat + beta: sums over every leading dim
+        self.grads["gamma"] += fast.sum((dy * xhat).reshape(-1, D), 0)   # (D,)
+        self.grads["beta"] += fast.sum(dy.reshape(-1, D), 0)             # (D,)
+        # xhat = (x - mu) r, with mu and r themselves functions of x
+        g = dy * self.params["gamma"]                                     # (..., D)
+        mean_g = fast.mean(g, -1, keepdims=True)                          # (..., 1)
+        mean_g_xhat = fast.mean(g * xhat, -1, keepdims=True)              # (..., 1)
+        dx = g - mean_g                                                   # (..., D)
+        dx -= xhat * mean_g_xhat
+        dx *= r
+        return dx                                 # r (g - mean(g) - xhat mean(g xhat))
         # END SOLUTION

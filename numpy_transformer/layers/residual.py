@@ -19,7 +19,10 @@ class SublayerConnection(Module):
     and is passed in as callables:
         forward(x, sublayer)             sublayer: h -> f(h), runs the module's forward
         backward(dy, sublayer_backward)  sublayer_backward: df -> dh, runs its backward
-                                         and returns the gradient w.r.t. its input h
+                                         and returns the gradient w.r.t. its input h;
+                                         or df -> (dh, *more) when the sublayer also read
+                                         other inputs (cross-attention: the memory), whose
+                                         gradients `backward` then returns: (dx, *more)
 
     Shapes: x, f(h), y all (B, T, D).
     Backward: x feeds two paths, the identity and the sublayer, so their gradients add:
@@ -46,8 +49,18 @@ class SublayerConnection(Module):
     def backward(self, dy, sublayer_backward):
         if self.norm_first:
             # y = x + Dropout(f(LayerNorm(x)))
-            dh = sublayer_backward(self.dropout.backward(dy))     # (B, T, D)
-            return dy + self.norm.backward(dh)                    # (B, T, D)
-        # y = LayerNorm(z), z = x + Dropout(f(x))
-        dz = self.norm.backward(dy)                               # (B, T, D)
-        return dz + sublayer_backward(self.dropout.backward(dz))  # (B, T, D)
+            dh, more = split(sublayer_backward(self.dropout.backward(dy)))    # (B, T, D)
+            dx = dy + self.norm.backward(dh)                                  # (B, T, D)
+        else:
+            # y = LayerNorm(z), z = x + Dropout(f(x))
+            dz = self.norm.backward(dy)                                       # (B, T, D)
+            dh, more = split(sublayer_backward(self.dropout.backward(dz)))    # (B, T, D)
+            dx = dz + dh                                                      # (B, T, D)
+        return (dx, *more) if more else dx
+
+
+def split(grads):
+    """(dh, [more...]) from what a sublayer's backward returned: dh alone, or (dh, *more)."""
+    if isinstance(grads, tuple):
+        return grads[0], list(grads[1:])
+    return grads, []

@@ -1,6 +1,7 @@
 """Models built from the layers: encoder and decoder stacks, the Transformer, a GPT."""
 
+from .config import GPTConfig, TransformerConfig
 from .decoder import Decoder, DecoderBlock
 from .encoder import Encoder, EncoderBlock
-from .gpt import GPT, GPTConfig
-from .transformer import Transformer, TransformerConfig, build_transformer, xavier_uniform_
+from .gpt import GPT
+from .transformer import Transformer, build_transformer, xavier_uniform_

@@ -4,7 +4,7 @@ from ..layers.feedforward import FeedForward
 from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..module import Module
-from .blocks import cached_self_attention, make_attention, self_attention_backward
+from .sublayers import make_attention, self_attention_backward
 
 
 class DecoderBlock(Module):
@@ -28,7 +28,6 @@ class DecoderBlock(Module):
         self.feed_forward = FeedForward(d_model, d_ff, dropout, rng=rng)
         self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
                           for _ in range(3)]
-        self.dmemory = None
 
     def forward(self, x, memory, src_mask=None, tgt_mask=None):
         self_attn, cross_attn = self.self_attn, self.cross_attn
@@ -39,36 +38,20 @@ class DecoderBlock(Module):
     def backward(self, dout):
         """Returns (dx (B, T, D), dmemory (B, S, D))."""
         # BEGIN SOLUTION decoder_stack
-        # HINT: the sublayers in reverse; memory was cross-attention's k and v: dmemory = dk + dv
-        d = self.sublayers[2].backward(dout, self.feed_forward.backward)
-
-        def cross_attention_backward(dy):
-            dq, dk, dv = self.cross_attn.backward(dy)
-            self.dmemory = dk + dv                                               # (B, S, D)
-            return dq
-
-        d = self.sublayers[1].backward(d, cross_attention_backward)
+        # HINT: the sublayers in reverse; the cross-attention sublayer also gives dmemory
+        d = self.sublayers[2].backward(dout, self.feed_forward.backward)        # (B, T, D)
+        d, dmemory = self.sublayers[1].backward(d, self.cross_attention_backward)
         d = self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
-        dmemory, self.dmemory = self.dmemory, None
         return d, dmemory
         # END SOLUTION
 
-    def forward_incremental(self, x, memory, src_mask, layer_cache, tgt_mask=None):
-        """Inference on new target positions only, with this block's KV cache.
-
-        x (B, T_new, D); memory (B, S, D). layer_cache["self"] grows by T_new
-        positions; layer_cache["cross"] is computed from memory on the first call
-        and reused after (the encoder output does not change while decoding).
-        tgt_mask (1, 1, T_new, T_cached) or None (one new token sees everything cached).
-        """
-        cross = self.cross_attn
-        if "cross" not in layer_cache:
-            layer_cache["cross"] = cross.extend_cache(None, memory, memory)
-        attend = cached_self_attention(self.self_attn, layer_cache, tgt_mask)
-        x = self.sublayers[0].forward(x, attend)                                 # (B, T_new, D)
-        x = self.sublayers[1].forward(
-            x, lambda h: cross.forward_cached(h, layer_cache["cross"], src_mask))
-        return self.sublayers[2].forward(x, self.feed_forward.forward)           # (B, T_new, D)
+    def cross_attention_backward(self, dy):
+        """(dh, dmemory): h was the query; memory was both the keys and the values."""
+        # BEGIN SOLUTION decoder_stack
+        # HINT: memory fed both k and v of the cross-attention, so its gradient is a sum
+        dq, dk, dv = self.cross_attn.backward(dy)
+        return dq, dk + dv                                                       # (B, S, D)
+        # END SOLUTION
 
 
 class Decoder(Module):
@@ -103,10 +86,3 @@ class Decoder(Module):
             dmemory = dmem if dmemory is None else dmemory + dmem
         return dout, dmemory
         # END SOLUTION
-
-    def forward_incremental(self, x, memory, src_mask, cache, tgt_mask=None):
-        """Inference on new positions only: x (B, T_new, D) -> (B, T_new, D).
-        cache: a KVCache; block i uses cache.layer(i)."""
-        for i, layer in enumerate(self.layers):
-            x = layer.forward_incremental(x, memory, src_mask, cache.layer(i), tgt_mask)
-        return self.norm.forward(x) if self.norm is not None else x

@@ -4,7 +4,7 @@ from ..layers.feedforward import FeedForward
 from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..module import Module
-from .blocks import cached_self_attention, make_attention, self_attention_backward
+from .sublayers import make_attention, self_attention_backward
 
 
 class EncoderBlock(Module):
@@ -35,20 +35,10 @@ class EncoderBlock(Module):
 
     def backward(self, dout):
         # BEGIN SOLUTION encoder_stack
-        # HINT: the sublayers in reverse order; self-attention read h as q, k and v (see blocks.py)
+        # HINT: the sublayers in reverse order; self-attention read h as q, k and v (sublayers.py)
         d = self.sublayers[1].backward(dout, self.feed_forward.backward)         # (B, S, D)
         return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
         # END SOLUTION
-
-    def forward_incremental(self, x, layer_cache, mask=None):
-        """Inference on new positions only (decoder-only models such as GPT, causal).
-
-        x (B, T_new, D); layer_cache: this block's dict of a KVCache, whose "self"
-        entries grow by T_new positions; mask (1, 1, T_new, T_cached) or None.
-        """
-        attend = cached_self_attention(self.self_attn, layer_cache, mask)
-        x = self.sublayers[0].forward(x, attend)                                 # (B, T_new, D)
-        return self.sublayers[1].forward(x, self.feed_forward.forward)           # (B, T_new, D)
 
 
 class Encoder(Module):

@@ -12,46 +12,20 @@ Trained with cross-entropy of logits[:, t] against ids[:, t + 1]; generated
 from with `numpy_transformer.decoding.sample`.
 """
 
-from dataclasses import asdict, dataclass
-
 import numpy as np
 
+from .. import kv_cache
 from ..checks import check_ids, message
-from ..kv_cache import append_positions, incremental_causal_mask
+from ..errors import InputError
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
 from ..layers.normalization import LayerNorm
 from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from ..module import Module
-from .blocks import validate_config
+from .config import GPTConfig  # noqa: F401  (re-exported: models.gpt.GPTConfig)
 from .encoder import EncoderBlock
-from .transformer import xavier_uniform_
-from ..errors import InputError
-
-
-@dataclass
-class GPTConfig:
-    vocab_size: int                  # V, vocabulary size (with special tokens)
-    d_model: int = 256               # D, width of every token vector
-    num_heads: int = 8               # H; D must be divisible by H
-    d_ff: int = 1024                 # F, hidden width of the feed-forward layers
-    num_layers: int = 4              # N blocks
-    dropout: float = 0.1             # on sublayer outputs, embeddings and attention weights
-    max_len: int = 1024              # longest sequence (context) the positional table covers
-    norm_first: bool = True          # True: pre-norm (GPT-2 style); False: post-norm
-    attention: str = "mha"           # "mha" multi-head, "mla" multi-head latent attention
-    latent_dim: int = None           # L for MLA (default d_model // 4); unused for MHA
-    tie_embeddings: bool = True      # share the token embedding with the output projection
-    pad_id: int = 0                  # padding token id (for the loss; never sampled)
-    seed: int = 0                    # seed of the generator that draws the initial weights
-
-    def __post_init__(self):
-        validate_config(self, ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers",
-                               "max_len"))
-
-    def to_dict(self):
-        return asdict(self)
+from .transformer import check_output_gradient, xavier_uniform_
 
 
 class GPT(Module):
@@ -63,8 +37,9 @@ class GPT(Module):
     Backward: the same path in reverse: projection, final norm, blocks in reverse
         order, positional dropout, embedding (the tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
-    Cache: none here; every child keeps its own.
-    Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only), generator.
+    Cache: the logits' shape, to check `backward`'s input; every child keeps its own.
+    Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only),
+        output_projection.
     """
 
     def __init__(self, config):
@@ -78,10 +53,11 @@ class GPT(Module):
                        for _ in range(c.num_layers)]
         self.norm = LayerNorm(c.d_model) if c.norm_first else None
         if c.tie_embeddings:
-            self.generator = TiedLinear(self.embed)
+            self.output_projection = TiedLinear(self.embed)
         else:
-            self.generator = Linear(c.d_model, c.vocab_size, rng=rng)
+            self.output_projection = Linear(c.d_model, c.vocab_size, rng=rng)
         xavier_uniform_(self, rng)
+        self.cache = None
 
     def forward(self, ids, mask=None):
         """Logits (B, T, V); mask None means causal (1, 1, T, T)."""
@@ -92,16 +68,19 @@ class GPT(Module):
                                      f"T={T} (shape {tuple(ids.shape)})"))
         if mask is None:
             mask = make_causal_mask(T)                                        # (1, 1, T, T)
-        x = self.pos.forward(self.embed.forward(ids))                        # (B, T, D)
+        x = self.pos.forward(self.embed.lookup(ids))                         # (B, T, D)
         for layer in self.layers:
             x = layer.forward(x, mask)                                       # (B, T, D)
         if self.norm is not None:
             x = self.norm.forward(x)
-        return self.generator.forward(x)                                     # (B, T, V)
+        logits = self.output_projection.forward(x)                           # (B, T, V)
+        self.cache = tuple(logits.shape)
+        return logits
 
     def backward(self, dlogits):
         """Fill the gradient of every parameter; token ids get no gradient (returns None)."""
-        dx = self.generator.backward(dlogits)                                # (B, T, D)
+        check_output_gradient(self, dlogits)
+        dx = self.output_projection.backward(dlogits)                        # (B, T, D)
         if self.norm is not None:
             dx = self.norm.backward(dx)
         for layer in reversed(self.layers):
@@ -117,14 +96,7 @@ class GPT(Module):
         earlier position through each block's cached keys/values (MHA: K, V; MLA:
         the latent c), and cache.length grows by T_new. Feed the whole prompt once,
         then one token per step: the logits equal `forward` on the whole sequence.
+        How: kv_cache.gpt_step.
         """
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
-        past, T_new = cache.length, ids.shape[1]
-        x = append_positions(self.pos, self.embed.forward(ids), past)        # (B, T_new, D)
-        mask = incremental_causal_mask(past, T_new)                          # or None
-        for i, layer in enumerate(self.layers):
-            x = layer.forward_incremental(x, cache.layer(i), mask)           # (B, T_new, D)
-        if self.norm is not None:
-            x = self.norm.forward(x)
-        cache.length = past + T_new
-        return self.generator.forward(x)                                     # (B, T_new, V)
+        return kv_cache.gpt_step(self, ids, cache)

@@ -1,0 +1,293 @@
+"""The gradient-check cases of every layer and model: one list for all who check gradients.
+
+Used by the tests (tests/test_gradcheck.py runs every case), by the `gradcheck`
+command (selfcheck.py prints a report of every case) and by the assignment
+grader (assignment/checks_*.py run the cases of their `group`). A case builds
+its module and inputs from `pkg`, the package under test (`Package()`: this
+one; the grader passes a student's copy), with random vector parameters
+(`perturb`) so that zero biases and unit gains hide no bug, and every axis its
+own size so that a swapped axis fails.
+
+Tolerances: float64 central differences (`gradcheck`, fourth order). Layers
+pass at 1e-7 and reach ~1e-9. Attention uses eps = 1e-3: at 1e-4 its stacked
+rounding leaves ~3e-11 of noise on coordinates whose true gradient is 0
+(w_k.bias: softmax ignores a constant added to a row), at 1e-3 a correct
+backward still agrees to ~1e-9. Latent attention has more curvature (a rank-3
+bottleneck): eps = 3e-4. Stacks and models are checked on sampled coordinates.
+"""
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .gradcheck import gradcheck, perturb
+
+
+class Package:
+    """Attribute access to the package under test: `pkg.Linear`, `pkg.module("losses")`."""
+
+    NAMES = {
+        "Module": "module", "default_dtype": "backend", "xp": "backend",
+        "Linear": "layers.linear", "TiedLinear": "layers.linear",
+        "LayerNorm": "layers.normalization", "Softmax": "layers.softmax",
+        "LogSoftmax": "layers.softmax", "ReLU": "layers.activations", "GELU": "layers.activations",
+        "FeedForward": "layers.feedforward", "Embedding": "layers.embedding",
+        "PositionalEncoding": "layers.positional", "SublayerConnection": "layers.residual",
+        "Dropout": "layers.dropout", "MultiHeadAttention": "layers.attention",
+        "MultiHeadLatentAttention": "layers.latent_attention",
+        "CrossEntropyLoss": "losses", "Adam": "optim.adam", "AdamW": "optim.adam",
+        "Encoder": "models.encoder", "Decoder": "models.decoder",
+        "TransformerConfig": "models", "build_transformer": "models", "GPT": "models",
+        "GPTConfig": "models", "make_causal_mask": "masks",
+    }
+
+    def __init__(self, name="numpy_transformer"):
+        self.name = name
+
+    def module(self, dotted):
+        return importlib.import_module(f"{self.name}.{dotted}")
+
+    def __getattr__(self, attr):
+        if attr not in Package.NAMES:
+            raise AttributeError(attr)
+        return getattr(self.module(Package.NAMES[attr]), attr)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str             # what is checked, e.g. "Linear(4, 5) on x (2, 3, 4)"
+    group: str            # the grader check that runs it ("" for tests and report only)
+    build: object         # build(pkg, rng) -> (module, inputs, forward_kwargs)
+    seed: int = 0
+    eps: float = 1e-4
+    rtol: float = 1e-7
+    max_coords: int = None
+
+    def run(self, pkg=None):
+        """The gradcheck report of this case (build under float64: pkg.default_dtype)."""
+        pkg = pkg or Package()
+        rng = np.random.default_rng(self.seed)
+        module, inputs, kwargs = self.build(pkg, rng)
+        return gradcheck(module, *inputs, forward_kwargs=kwargs, eps=self.eps, rtol=self.rtol,
+                         max_coords=self.max_coords, seed=self.seed, title=self.name)
+
+
+def rand(pkg, rng, *shape, scale=1.0):
+    return pkg.xp.asarray(scale * rng.normal(size=shape))
+
+
+def padding(pkg, B, Tk, first_padded):
+    """(B, 1, 1, Tk) mask: the last row keeps keys < first_padded only."""
+    mask = pkg.xp.ones((B, 1, 1, Tk), dtype=bool)
+    mask[-1, ..., first_padded:] = False
+    return mask
+
+
+def attention_module(pkg, dropout=None):
+    """scaled_dot_product_attention and its backward as a Module of (q, k, v)."""
+    attention = pkg.module("layers.attention")
+
+    class ScaledDotProductAttention(pkg.Module):
+        def __init__(self):
+            super().__init__()
+            self.dropout, self.cache = dropout, None
+
+        def forward(self, q, k, v, mask=None):
+            out, attn = attention.scaled_dot_product_attention(q, k, v, mask, self.dropout)
+            self.cache = (q, k, v, attn)
+            return out
+
+        def backward(self, dout):
+            return attention.scaled_dot_product_attention_backward(dout, *self.forward_cache(),
+                                                                   self.dropout)
+
+    return ScaledDotProductAttention()
+
+
+def residual_module(pkg, rng, norm_first, D=8, F=12):
+    """A SublayerConnection around a FeedForward, as a one-input module."""
+
+    class Residual(pkg.SublayerConnection):
+        def __init__(self):
+            super().__init__(D, 0.1, norm_first, rng=rng)
+            self.ff = pkg.FeedForward(D, F, rng=rng)
+
+        def forward(self, x):
+            return super().forward(x, self.ff.forward)
+
+        def backward(self, dout):
+            return super().backward(dout, self.ff.backward)
+
+    return perturb(Residual(), rng)
+
+
+def qkv(pkg, rng, B=2, H=3, Tq=4, Tk=5, Dh=6):
+    return rand(pkg, rng, B, H, Tq, Dh), rand(pkg, rng, B, H, Tk, Dh), rand(pkg, rng, B, H, Tk, Dh)
+
+
+def cross_inputs(pkg, rng, D=10):
+    """q (2, 3, D), k and v (2, 4, D) and a padding mask."""
+    return rand(pkg, rng, 2, 3, D), rand(pkg, rng, 2, 4, D), rand(pkg, rng, 2, 4, D)
+
+
+def make_mla(pkg, rng, dropout=0.0):
+    return perturb(pkg.MultiHeadLatentAttention(10, 2, latent_dim=3, dropout=dropout, bias=True,
+                                                rng=rng), rng)
+
+
+def stack_case(pkg, rng, decoder, norm_first, attention):
+    """An Encoder or Decoder of 2 blocks (D=8, H=2, F=12) and its inputs."""
+    kw = dict(num_layers=2, d_model=8, num_heads=2, d_ff=12, dropout=0.0,
+              norm_first=norm_first, attention=attention, rng=rng)
+    x, memory = rand(pkg, rng, 2, 3, 8), rand(pkg, rng, 2, 4, 8)
+    pad = padding(pkg, 2, 4, 3)
+    if decoder:
+        return (perturb(pkg.Decoder(**kw), rng), (x, memory),
+                {"src_mask": pad, "tgt_mask": pkg.make_causal_mask(3)})
+    return perturb(pkg.Encoder(**kw), rng), (memory,), {"mask": pad}
+
+
+def transformer_case(pkg, rng, norm_first, attention):
+    """A whole Transformer (2 + 2 blocks, D=8) on ids with source padding."""
+    B, S, T, V_src, V_tgt = 2, 5, 4, 13, 11
+    src = rng.integers(1, V_src, (B, S))
+    src[1, 3:] = 0                                     # padding in the source
+    tgt = rng.integers(1, V_tgt, (B, T))
+    config = pkg.TransformerConfig(V_src, V_tgt, d_model=8, num_heads=2, d_ff=12,
+                                   num_encoder_layers=2, num_decoder_layers=2, dropout=0.0,
+                                   max_len=16, norm_first=norm_first, attention=attention,
+                                   seed=int(rng.integers(1 << 30)))
+    return perturb(pkg.build_transformer(config), rng), (src, tgt), {}
+
+
+def gpt_case(pkg, rng, norm_first, attention):
+    """A GPT (2 blocks, D=8, tied embedding) on ids (2, 5)."""
+    config = pkg.GPTConfig(11, d_model=8, num_heads=2, d_ff=12, num_layers=2, dropout=0.0,
+                           max_len=16, norm_first=norm_first, attention=attention, latent_dim=3,
+                           seed=int(rng.integers(1 << 30)))
+    return perturb(pkg.GPT(config), rng), (rng.integers(1, 11, (2, 5)),), {}
+
+
+def masked_softmax(pkg, rng):
+    mask = pkg.xp.ones((2, 3, 5), dtype=bool)
+    mask[0, 1, :] = False                                      # a row with nothing allowed
+    mask[1, :, 3:] = False
+    return pkg.Softmax(), (rand(pkg, rng, 2, 3, 5, scale=3.0),), {"mask": mask}
+
+
+def fully_masked_attention(pkg, rng):
+    mask = pkg.xp.ones((2, 1, 4, 5), dtype=bool)
+    mask[1, 0, 2, :] = False                                   # query 2 of row 1 sees nothing
+    mask[0, 0, :, 3:] = False
+    return attention_module(pkg), qkv(pkg, rng), {"mask": mask}
+
+
+def self_attention(module, pkg, rng):
+    x = rand(pkg, rng, 2, 4, 10)
+    return module, (x, x, x), {"mask": pkg.make_causal_mask(4)}
+
+
+ATTENTION = dict(eps=1e-3)
+LATENT = dict(eps=3e-4)
+STACK = dict(eps=3e-4, max_coords=12)
+MODEL = dict(rtol=1e-6, max_coords=60)
+
+LAYER_CASES = [
+    Case("Linear(4, 5) on x (2, 3, 4)", "linear", seed=1, build=lambda pkg, rng: (
+        perturb(pkg.Linear(4, 5, rng=rng), rng), (rand(pkg, rng, 2, 3, 4),), {})),
+    Case("Linear(4, 3, bias=False) on x (6, 4)", "linear", seed=2, build=lambda pkg, rng: (
+        pkg.Linear(4, 3, bias=False, rng=rng), (rand(pkg, rng, 6, 4),), {})),
+    Case("TiedLinear(Embedding(7, 4)) on x (2, 3, 4)", "tied_linear", seed=3,
+         build=lambda pkg, rng: (perturb(pkg.TiedLinear(pkg.Embedding(7, 4, rng=rng)), rng),
+                                 (rand(pkg, rng, 2, 3, 4),), {})),
+    *[Case(f"Embedding(7, 4, scale={scale}), ids with repeats", "embedding", seed=4,
+           build=lambda pkg, rng, scale=scale: (
+               pkg.Embedding(7, 4, scale=scale, rng=rng),
+               (pkg.xp.asarray([[1, 3, 1, 6, 3], [0, 1, 1, 2, 6]]),), {}))
+      for scale in (True, False)],
+    Case("PositionalEncoding(8, dropout 0.1) on x (2, 3, 8)", "", seed=5,
+         build=lambda pkg, rng: (pkg.PositionalEncoding(8, 16, dropout=0.1, rng=rng),
+                                 (rand(pkg, rng, 2, 3, 8),), {})),
+    Case("LayerNorm(5) on x (2, 3, 5)", "layernorm", seed=7, build=lambda pkg, rng: (
+        perturb(pkg.LayerNorm(5), rng), (rand(pkg, rng, 2, 3, 5, scale=2.0) + 1.0,), {})),
+    Case("LayerNorm(5) on x (4, 5)", "layernorm", seed=8, build=lambda pkg, rng: (
+        perturb(pkg.LayerNorm(5), rng), (rand(pkg, rng, 4, 5),), {})),
+    Case("ReLU on x (2, 3, 8)", "", seed=9, build=lambda pkg, rng: (
+        pkg.ReLU(), (rand(pkg, rng, 2, 3, 8),), {})),
+    Case("GELU on x (2, 3, 8)", "", seed=10, build=lambda pkg, rng: (
+        pkg.GELU(), (rand(pkg, rng, 2, 3, 8),), {})),
+    Case("Dropout(0.3) on x (2, 3, 8), mask frozen", "", seed=11, build=lambda pkg, rng: (
+        pkg.Dropout(0.3, rng=rng), (rand(pkg, rng, 2, 3, 8),), {})),
+    Case("softmax over the last axis of x (2, 3, 5)", "softmax", seed=12,
+         build=lambda pkg, rng: (pkg.Softmax(), (rand(pkg, rng, 2, 3, 5, scale=3.0),), {})),
+    Case("softmax over axis 1 of x (2, 4, 3)", "softmax", seed=13,
+         build=lambda pkg, rng: (pkg.Softmax(axis=1), (rand(pkg, rng, 2, 4, 3, scale=3.0),), {})),
+    Case("masked softmax with a fully masked row", "softmax_masked", seed=14,
+         build=masked_softmax),
+    Case("LogSoftmax on x (2, 3, 5)", "", seed=15, build=lambda pkg, rng: (
+        pkg.LogSoftmax(), (rand(pkg, rng, 2, 3, 5, scale=3.0),), {})),
+    Case("FeedForward(5, 7, relu, dropout 0.2 with its mask frozen)", "feedforward_relu",
+         seed=16, build=lambda pkg, rng: (perturb(pkg.FeedForward(5, 7, dropout=0.2, rng=rng),
+                                                  rng), (rand(pkg, rng, 2, 3, 5),), {})),
+    Case("FeedForward(5, 7, gelu)", "feedforward_gelu", seed=17, build=lambda pkg, rng: (
+        perturb(pkg.FeedForward(5, 7, activation="gelu", rng=rng), rng),
+        (rand(pkg, rng, 2, 3, 5),), {})),
+    *[Case(f"SublayerConnection ({kind}-norm) around a FeedForward", "", seed=18,
+           build=lambda pkg, rng, pre=kind == "pre": (
+               residual_module(pkg, rng, pre), (rand(pkg, rng, 2, 3, 8),), {}))
+      for kind in ("post", "pre")],
+    Case("attention, q (2, 3, 4, 6), k and v (2, 3, 5, 6)", "attention", seed=30, **ATTENTION,
+         build=lambda pkg, rng: (attention_module(pkg), qkv(pkg, rng), {})),
+    Case("attention with a padding mask", "attention", seed=31, **ATTENTION,
+         build=lambda pkg, rng: (attention_module(pkg), qkv(pkg, rng),
+                                 {"mask": padding(pkg, 2, 5, 3)})),
+    Case("attention with a fully masked query row", "attention_masked", seed=32, **ATTENTION,
+         build=fully_masked_attention),
+    Case("attention with dropout 0.3 on the weights (mask frozen)", "attention_dropout",
+         seed=33, **ATTENTION, build=lambda pkg, rng: (
+             attention_module(pkg, pkg.Dropout(0.3, rng=rng)), qkv(pkg, rng), {})),
+    Case("MultiHeadAttention(10, 2), q (2, 3, 10), different k and v (2, 4, 10), padding mask",
+         "mha_cross", seed=34, **ATTENTION, build=lambda pkg, rng: (
+             perturb(pkg.MultiHeadAttention(10, 2, rng=rng), rng), cross_inputs(pkg, rng),
+             {"mask": padding(pkg, 2, 4, 2)})),
+    Case("causal self-attention (q = k = v), attention dropout 0.2", "mha_self", seed=35,
+         **ATTENTION, build=lambda pkg, rng: self_attention(
+             perturb(pkg.MultiHeadAttention(10, 2, dropout=0.2, rng=rng), rng), pkg, rng)),
+    Case("MultiHeadLatentAttention(10, 2, latent_dim=3), q (2, 3, 10), memory (2, 4, 10), "
+         "padding mask", "mla_cross", seed=36, **LATENT, build=lambda pkg, rng: (
+             lambda q, mem: (make_mla(pkg, rng), (q, mem, mem), {"mask": padding(pkg, 2, 4, 2)})
+         )(rand(pkg, rng, 2, 3, 10), rand(pkg, rng, 2, 4, 10))),
+    Case("causal latent self-attention, attention dropout 0.2", "mla_self", seed=37, **LATENT,
+         build=lambda pkg, rng: self_attention(make_mla(pkg, rng, dropout=0.2), pkg, rng)),
+]
+
+STACK_CASES = [
+    Case(f"{'Decoder' if decoder else 'Encoder'} (2 {'pre' if pre else 'post'}-norm "
+         f"{attention} blocks){'; input 1 is the memory' if decoder else ''}",
+         f"{'decoder' if decoder else 'encoder'}_{'pre' if pre else 'post'}_norm",
+         seed=seed, **STACK,
+         build=lambda pkg, rng, d=decoder, p=pre, a=attention: stack_case(pkg, rng, d, p, a))
+    for seed, decoder, pre, attention in ((40, False, True, "mha"), (41, False, False, "mla"),
+                                          (42, True, True, "mha"), (43, True, False, "mla"))
+]
+
+VARIANTS = ((False, "mha"), (False, "mla"), (True, "mha"), (True, "mla"))
+MODEL_CASES = [
+    *[Case(f"Transformer ({'pre' if pre else 'post'}-norm, {attention})", "", seed=50 + i,
+           **MODEL, build=lambda pkg, rng, p=pre, a=attention: transformer_case(pkg, rng, p, a))
+      for i, (pre, attention) in enumerate(VARIANTS)],
+    *[Case(f"GPT ({'pre' if pre else 'post'}-norm, {attention})", "", seed=55 + i,
+           **MODEL, build=lambda pkg, rng, p=pre, a=attention: gpt_case(pkg, rng, p, a))
+      for i, (pre, attention) in enumerate(VARIANTS)],
+]
+
+CASES = LAYER_CASES + STACK_CASES + MODEL_CASES
+
+
+def cases_of(group):
+    """The cases the grader check `group` runs."""
+    found = [case for case in CASES if case.group == group]
+    if not found:
+        raise KeyError(f"no gradient-check case in group {group!r}")
+    return found
