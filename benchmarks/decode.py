@@ -101,19 +101,12 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3, help="runs per mode (median reported)")
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="BLAS threads (set before numpy is imported)")
-    p.add_argument("--patch", choices=["linear_2d"], default=None,
-                   help="decode with a candidate optimisation from benchmarks/what_if.py")
     p.add_argument("--json", metavar="OUT", help="write the results to this JSON file")
     args = p.parse_args(argv)
     names = ["tiny", "small", "base"] if args.all else [args.config]
     kinds = ["mha", "mla"] if args.attention == "both" else [args.attention]
     print(f"numpy {np.__version__}; {os.cpu_count()} cores; threads {args.threads}")
     results = []
-    if args.patch:
-        from benchmarks.what_if import PATCHES
-        patch = PATCHES[args.patch]()
-        patch.__enter__()                 # kept referenced until the end of main
-        print(f"with the candidate optimisation {args.patch!r} swapped in")
     for name in names:
         for kind in kinds:
             setup = Setup(name, args.dtype, False, kind)

@@ -62,20 +62,12 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--patch", choices=["linear_2d"], default=None,
-                   help="profile with a candidate optimisation from benchmarks/what_if.py")
     args = p.parse_args(argv)
     setup = Setup(args.config, args.dtype, args.norm_first, args.attention)
-    if args.patch:
-        from benchmarks.what_if import PATCHES
-        with PATCHES[args.patch]():
-            stats, plain = profile(setup, args.steps)
-    else:
-        stats, plain = profile(setup, args.steps)
+    stats, plain = profile(setup, args.steps)
     table = rows(stats)
     total = sum(r[0] for r in table)
-    patched = f" +{args.patch}" if args.patch else ""
-    print(f"{setup.label()}{patched}, {args.threads} threads: {1e3 * plain:.1f} ms/step "
+    print(f"{setup.label()}, {args.threads} threads: {1e3 * plain:.1f} ms/step "
           f"without the profiler, {1e3 * total / args.steps:.1f} ms/step profiled")
     print(f"{'self ms/step':>12s} {'share':>6s} {'cum ms/step':>11s} {'calls/step':>10s}  function")
     for tottime, cumtime, calls, label in table[:args.top]:

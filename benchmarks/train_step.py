@@ -69,10 +69,6 @@ def worker_main(args):
         trainer = TorchTrainer(setup, state, args.torch_attention, adam)
     else:
         trainer = NumpyTrainer(setup)
-        if args.patch:                    # an experiment from what_if.py, for this worker only
-            from benchmarks.what_if import PATCHES
-            patch = PATCHES[args.patch]()
-            patch.__enter__()             # keep `patch` referenced: its exit would undo it
     reply({"ready": True, "rss_after_import_mb": rss_import, "rss_after_build_mb": rss_mb()})
     for line in sys.stdin:
         cmd = line.strip()
@@ -106,8 +102,6 @@ class Worker:
                "--torch-adam", args.torch_adam]
         if args.norm_first:
             cmd.append("--norm-first")
-        if args.patch:
-            cmd += ["--patch", args.patch]
         if weights:
             cmd += ["--weights", weights]
         self.kind = kind
@@ -156,8 +150,7 @@ def run_setup(setup, args, have_torch):
     cfg = setup.model_config()
     B, T = setup.batch_size, setup.length
     flops = count_step_flops(cfg, B, T, T)
-    result = {"setup": setup.label() + (f" +{args.patch}" if args.patch else ""),
-              "config": setup.name, "dtype": setup.dtype, "patch": args.patch,
+    result = {"setup": setup.label(), "config": setup.name, "dtype": setup.dtype,
               "norm_first": setup.norm_first, "attention": setup.attention,
               "threads": args.threads, "batch_size": B, "length": T,
               "tokens_per_step": setup.tokens_per_step, "flops": flops}
@@ -268,9 +261,6 @@ def parse_args(argv=None):
                    help="the reference's attention: plain ops (like ours) or fused SDPA")
     p.add_argument("--torch-adam", choices=["default", "fused"], default="default",
                    help="torch.optim.Adam's default (for-loop on CPU) or fused=True")
-    p.add_argument("--patch", choices=["linear_2d"], default=None,
-                   help="time ours with a candidate optimisation from benchmarks/what_if.py "
-                        "swapped in (an experiment: the parity check still runs the library)")
     p.add_argument("--json", metavar="OUT", help="write the results to this JSON file")
     p.add_argument("--worker", choices=["ours", "torch"], help=argparse.SUPPRESS)
     p.add_argument("--weights", help=argparse.SUPPRESS)
