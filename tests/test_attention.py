@@ -1,96 +1,36 @@
 """Scaled dot-product and multi-head attention: gradients, values, masks, errors, PyTorch."""
 
-import math
-
 import numpy as np
 import pytest
+from attention_helpers import (B, CHECK, DH, GRAD_CASES, H, TK, TQ, D, check_gradients_double,
+                               check_weights, fully_masked_row_mask, inputs, linear, masks,
+                               padding_mask, reference_heads, split_case, torch_heads,
+                               torch_linear, torch_params, with_random_vectors)
 
 from numpy_transformer.backend import default_dtype
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.attention import (
     MultiHeadAttention, merge_heads, scaled_dot_product_attention,
     scaled_dot_product_attention_backward, split_heads)
-from numpy_transformer.masks import make_causal_mask, make_padding_mask
+from numpy_transformer.masks import make_causal_mask
 from numpy_transformer.module import Module
-
-B, H, DH, TQ, TK = 2, 3, 4, 5, 6      # every axis its own size, so a swapped axis fails
-D = H * DH
-# eps = 1e-3, not the checker's 1e-4: attention stacks enough float64 rounding that
-# eps = 1e-4 leaves ~3e-11 of noise, too much for coordinates whose true gradient is
-# 0 (w_k.bias: adding the same number to every score of a row leaves softmax unchanged).
-# At 1e-3 the O(eps^4) truncation is ~1e-12 and the noise ~3e-12.
-CHECK = dict(eps=1e-3, rtol=1e-7)
 
 
 def make_mha(rng, **kwargs):
-    """An MHA with random (not zero) biases, so they hide no bug."""
-    mha = MultiHeadAttention(D, H, rng=rng, **kwargs)
-    for name, param, _ in mha.named_parameters():
-        if name.endswith("bias"):
-            param += rng.normal(size=param.shape)
-    return mha
-
-
-def inputs(rng, b=B, tq=TQ, tk=TK):
-    return rng.normal(size=(b, tq, D)), rng.normal(size=(b, tk, D)), rng.normal(size=(b, tk, D))
-
-
-def padding_mask(b=B, tk=TK):
-    lengths = [tk, tk - 2, 1][:b]
-    ids = np.array([[1] * n + [0] * (tk - n) for n in lengths])
-    return make_padding_mask(ids, pad_id=0)                      # (B, 1, 1, Tk)
-
-
-def fully_masked_row_mask():
-    mask = np.ones((B, 1, TQ, TK), dtype=bool)
-    mask[1, 0, 2, :] = False                                     # query 2 of row 1 sees nothing
-    mask[0, 0, :, 4:] = False
-    return mask
+    return with_random_vectors(MultiHeadAttention(D, H, rng=rng, **kwargs), rng)
 
 
 def reference_forward(mha, q, k, v, mask=None):
-    """Straightforward MHA: one head and one batch row at a time, softmax by hand."""
+    """Straightforward MHA: projections, then reference_heads, then W_o."""
     p = {name: param for name, param, _ in mha.named_parameters()}
-    lin = lambda x, n: x @ p[f"{n}.weight"] + p.get(f"{n}.bias", 0.0)
-    Q, K, V = lin(q, "w_q"), lin(k, "w_k"), lin(v, "w_v")
-    return reference_heads(Q, K, V, mask, mha.num_heads, lambda o: lin(o, "w_o"))
-
-
-def reference_heads(Q, K, V, mask, n_heads, w_o):
-    (b, tq, d), tk = Q.shape, K.shape[1]
-    dh = d // n_heads
-    allowed = np.broadcast_to(True if mask is None else mask, (b, n_heads, tq, tk))
-    context, weights = np.zeros((b, tq, d)), np.zeros((b, n_heads, tq, tk))
-    for i in range(b):
-        for h in range(n_heads):
-            cols = slice(h * dh, (h + 1) * dh)
-            scores = Q[i, :, cols] @ K[i, :, cols].T / math.sqrt(dh)
-            for t in range(tq):
-                keep = allowed[i, h, t]
-                if keep.any():
-                    e = np.exp(scores[t, keep] - scores[t, keep].max())
-                    weights[i, h, t, keep] = e / e.sum()
-            context[i, :, cols] = weights[i, h] @ V[i, :, cols]
-    return w_o(context), weights
-
-
-GRAD_CASES = {
-    "no mask": dict(),
-    "padding mask": dict(mask=padding_mask()),
-    "causal mask": dict(tk=TQ, mask=make_causal_mask(TQ)),
-    "fully masked query row": dict(mask=fully_masked_row_mask()),
-    "batch 1": dict(b=1, mask=padding_mask(b=1)),
-    "length 1": dict(tq=1, tk=1),
-    "dropout": dict(dropout=0.3, mask=padding_mask()),
-    "no bias": dict(bias=False, mask=padding_mask()),
-}
+    Q, K, V = linear(p, "w_q", q), linear(p, "w_k", k), linear(p, "w_v", v)
+    context, weights = reference_heads(Q, K, V, mask, mha.num_heads)
+    return linear(p, "w_o", context), weights
 
 
 @pytest.mark.parametrize("case", GRAD_CASES)
 def test_mha_gradients(float64, rng, case):
-    kw = dict(GRAD_CASES[case])
-    mask = kw.pop("mask", None)
-    sizes = {key: kw.pop(key) for key in ("b", "tq", "tk") if key in kw}
+    kw, sizes, mask = split_case(GRAD_CASES[case])
     mha = make_mha(rng, **kw)
     q, k, v = inputs(rng, **sizes)
     dout = rng.normal(size=q.shape)
@@ -123,18 +63,13 @@ def test_fully_masked_row_gives_zero_weights_and_bias_output(float64, rng):
 
 @pytest.mark.parametrize("mask_name", ["none", "padding", "causal", "fully masked row"])
 def test_mha_forward_matches_reference(float64, rng, mask_name):
-    tk = TQ if mask_name == "causal" else TK
-    mask = {"none": None, "padding": padding_mask(), "causal": make_causal_mask(TQ),
-            "fully masked row": fully_masked_row_mask()}[mask_name]
+    mask, tk = masks()[mask_name]
     mha = make_mha(rng)
     q, k, v = inputs(rng, tk=tk)
     y = mha.forward(q, k, v, mask)
     y_ref, weights_ref = reference_forward(mha, q, k, v, mask)
     np.testing.assert_allclose(y, y_ref, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(mha.attn_weights, weights_ref, rtol=1e-12, atol=1e-14)
-    row_sums = mha.attn_weights.sum(axis=-1)                     # (B, H, Tq)
-    any_allowed = np.broadcast_to(True if mask is None else mask, weights_ref.shape).any(-1)
-    np.testing.assert_allclose(row_sums, np.where(any_allowed, 1.0, 0.0), atol=1e-12)
+    check_weights(mha, weights_ref, mask)
 
 
 def test_key_bias_gets_no_gradient(float64, rng):
@@ -173,17 +108,8 @@ def test_split_and_merge_heads(rng):
 
 
 def test_two_backward_calls_double_the_gradients(float64, rng):
-    mha = make_mha(rng)
     q, k, v = inputs(rng)
-    dout = rng.normal(size=q.shape)
-    mha.forward(q, k, v, padding_mask())
-    first = mha.backward(dout)
-    once = {name: g.copy() for name, _, g in mha.named_parameters()}
-    second = mha.backward(dout)
-    for name, _, g in mha.named_parameters():
-        np.testing.assert_allclose(g, 2 * once[name], rtol=1e-14, atol=1e-14)
-    for a, b in zip(first, second):
-        np.testing.assert_array_equal(a, b)
+    check_gradients_double(make_mha(rng), (q, k, v, padding_mask()), rng.normal(size=q.shape))
 
 
 def test_float32_stays_float32(rng):
@@ -244,15 +170,10 @@ def test_bad_construction_raises():
 def torch_mha(mha, q, k, v, mask, dout):
     """The same MHA in PyTorch autograd, from our weights; returns y and the gradients."""
     import torch
-    F = torch.nn.functional
-    t = {name: torch.tensor(p, requires_grad=True) for name, p, _ in mha.named_parameters()}
+    t = torch_params(mha)
     xs = {id(x): torch.tensor(x, requires_grad=True) for x in (q, k, v)}   # q is k is v: one
-    lin = lambda x, n: x @ t[f"{n}.weight"] + (t[f"{n}.bias"] if f"{n}.bias" in t else 0.0)
-    heads = lambda x: x.reshape(x.shape[0], x.shape[1], H, DH).transpose(1, 2)
-    Q, K, V = (heads(lin(xs[id(x)], n)) for x, n in ((q, "w_q"), (k, "w_k"), (v, "w_v")))
-    attn_mask = None if mask is None else torch.from_numpy(np.asarray(mask))
-    O = F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask)
-    y = lin(O.transpose(1, 2).reshape(q.shape), "w_o")
+    Q, K, V = (torch_linear(t, n, xs[id(x)]) for x, n in ((q, "w_q"), (k, "w_k"), (v, "w_v")))
+    y = torch_linear(t, "w_o", torch_heads(Q, K, V, mask))
     (y * torch.from_numpy(dout)).sum().backward()
     grads = {name: tp.grad.numpy() for name, tp in t.items()}
     return y.detach().numpy(), [xs[id(x)].grad.numpy() for x in (q, k, v)], grads

@@ -1,4 +1,6 @@
-"""Optimizer: what every optimizer shares (parameters, state, saving), plus argument checks.
+"""Optimizer: what every optimizer shares (parameters, state, saving), plus the argument
+checks of every optimizer and schedule (one set: `check_positive`, `check_nonnegative`,
+`check_unit_interval`, `check_integer`).
 
 An optimizer is built on a Module and walks `model.named_parameters()`, which
 yields `(dotted name, param, grad)` with every shared (tied) array listed once,
@@ -27,10 +29,19 @@ from ..checks import message
 from ..errors import InputError, InputTypeError
 
 
-def _check_number(value, name, expected):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+def _check_number(value, name, expected, kind=numbers.Real):
+    """value must be a finite number of `kind` (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, kind):
         raise InputTypeError(message(name, expected, repr(value)))
     if not math.isfinite(value):
+        raise InputError(message(name, expected, value))
+
+
+def check_integer(value, name, minimum):
+    """value must be an integer >= minimum (a step count, a size)."""
+    expected = f"an integer >= {minimum}"
+    _check_number(value, name, expected, numbers.Integral)
+    if value < minimum:
         raise InputError(message(name, expected, value))
 
 

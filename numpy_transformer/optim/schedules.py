@@ -12,24 +12,15 @@ schedule too: nothing else to save.
 """
 
 import math
-import numbers
 
 from ..checks import message
-from .base import check_nonnegative, check_positive
 from ..errors import InputError, InputTypeError
+from .base import check_integer, check_nonnegative, check_positive
 
 
-def _check_int(value, name, minimum):
-    expected = f"an integer >= {minimum}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputTypeError(message(name, expected, repr(value)))
-    if value < minimum:
-        raise InputError(message(name, expected, value))
-
-
-def _check_step(step):
+def check_step(step):
     """Schedules count updates from 1: the first optimizer.step() is step 1."""
-    _check_int(step, "step", 1)
+    check_integer(step, "step", 1)
 
 
 class NoamSchedule:
@@ -42,8 +33,8 @@ class NoamSchedule:
     """
 
     def __init__(self, d_model, warmup_steps=4000, factor=1.0):
-        _check_int(d_model, "d_model", 1)
-        _check_int(warmup_steps, "warmup_steps", 1)
+        check_integer(d_model, "d_model", 1)
+        check_integer(warmup_steps, "warmup_steps", 1)
         check_positive(factor, "factor")
         self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor
 
@@ -52,7 +43,7 @@ class NoamSchedule:
         return self.factor * (self.d_model * self.warmup_steps) ** -0.5
 
     def __call__(self, step):
-        _check_step(step)
+        check_step(step)
         return self.factor * self.d_model**-0.5 * min(step**-0.5, step * self.warmup_steps**-1.5)
 
     def __repr__(self):
@@ -73,8 +64,8 @@ class WarmupCosineSchedule:
 
     def __init__(self, peak_lr, total_steps, warmup_steps=0, min_lr=0.0):
         check_positive(peak_lr, "peak_lr")
-        _check_int(warmup_steps, "warmup_steps", 0)
-        _check_int(total_steps, "total_steps", 1)
+        check_integer(warmup_steps, "warmup_steps", 0)
+        check_integer(total_steps, "total_steps", 1)
         if total_steps <= warmup_steps:
             raise InputError(message("total_steps", f"more than warmup_steps={warmup_steps}",
                                      total_steps))
@@ -85,7 +76,7 @@ class WarmupCosineSchedule:
         self.warmup_steps, self.min_lr = warmup_steps, min_lr
 
     def __call__(self, step):
-        _check_step(step)
+        check_step(step)
         if step <= self.warmup_steps:
             return self.peak_lr * step / self.warmup_steps
         s = min(1.0, (step - self.warmup_steps) / (self.total_steps - self.warmup_steps))
@@ -104,7 +95,7 @@ class ConstantSchedule:
         self.lr = lr
 
     def __call__(self, step):
-        _check_step(step)
+        check_step(step)
         return self.lr
 
     def __repr__(self):
