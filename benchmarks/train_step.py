@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 from benchmarks.flops import count_step_flops, step_matmuls, time_matmuls  # noqa: E402
 from benchmarks.harness import (CONFIGS, NumpyTrainer, Setup, TorchTrainer,  # noqa: E402
                                 check_against_torch, peak_rss_mb, rss_mb)
+from benchmarks.step_report import print_parity, print_result  # noqa: E402
 
 DEFAULT_STEPS = {"tiny": 30, "small": 20, "base": 10}
 WARMUP = 3
@@ -163,13 +164,8 @@ def run_setup(setup, args, have_torch):
           f"length {T} ({setup.tokens_per_step} tokens/step), "
           f"{flops['total'] / 1e9:.2f} GFLOP/step in matmuls, {args.threads} threads")
     if have_torch:
-        check = check_against_torch(setup, {"attention_impl": args.torch_attention})
-        result["parity"] = check
-        print(f"parity vs PyTorch: loss {check['loss']:.6f} / {check['torch_loss']:.6f} "
-              f"(rel {check['loss_rel_diff']:.1e}), step-2 loss rel "
-              f"{check['loss2_rel_diff']:.1e}, grads max rel err "
-              f"{check['grad_max_rel_err']:.1e} ({check['grad_worst_param']}) -> "
-              f"{'OK' if check['ok'] else 'MISMATCH'}")
+        result["parity"] = check_against_torch(setup, {"attention_impl": args.torch_attention})
+        print_parity(result["parity"])
     if args.smoke:
         trainer = NumpyTrainer(setup)
         loss, _ = trainer.step()
@@ -179,28 +175,7 @@ def run_setup(setup, args, have_torch):
         return result
 
     steps = args.steps or DEFAULT_STEPS[setup.name]
-    with tempfile.TemporaryDirectory() as tmp:
-        weights = None
-        if have_torch:
-            weights = os.path.join(tmp, "weights.npz")
-            np.savez(weights, **state)
-        del state
-        workers = [Worker("ours", args, None)]
-        if have_torch:
-            workers.append(Worker("torch", args, weights))
-        try:
-            timings = {w.kind: [] for w in workers}
-            for i in range(WARMUP + steps):
-                order = workers if i % 2 == 0 else workers[::-1]
-                for w in order:
-                    r = w.ask("step")
-                    if i >= WARMUP:
-                        timings[w.kind].append(r)
-            memory = {w.kind: {**w.info, **w.ask("memory")} for w in workers}
-            roofline = {w.kind: w.ask("roofline") for w in workers} if args.roofline else {}
-        finally:
-            for w in workers:
-                w.close()
+    timings, memory, roofline = time_workers(args, state if have_torch else None, steps)
     for kind in timings:
         s = summarize(timings[kind], setup.tokens_per_step, flops["total"])
         s.update(memory[kind])
@@ -217,28 +192,29 @@ def run_setup(setup, args, have_torch):
     return result
 
 
-def print_result(r):
-    print(f"{'':18s} {'step ms':>8s} {'[q1, q3]':>16s} {'tokens/s':>9s} {'GFLOP/s':>8s} "
-          f"{'fwd/bwd/opt %':>14s} {'peak RSS (- import)':>20s}  roofline")
-    for kind, name in (("ours", "numpy_transformer"), ("torch", "pytorch")):
-        if kind not in r:
-            continue
-        s = r[kind]
-        sh = s["shares"]
-        roof = ""
-        if "roofline" in s:
-            lib = "torch" if kind == "torch" else "numpy"
-            roof = (f"{100 * s['roofline_share']:.0f}% of the {lib} matmul limit "
-                    f"({1e3 * s['roofline']['seconds']:.1f} ms at "
-                    f"{s['roofline']['gflops']:.0f} GFLOP/s)")
-        print(f"{name:18s} {1e3 * s['median_s']:8.1f} "
-              f"[{1e3 * s['q1_s']:6.1f}, {1e3 * s['q3_s']:6.1f}] {s['tokens_per_s']:9.0f} "
-              f"{s['gflops']:8.1f} {100 * sh['forward']:4.0f}/{100 * sh['backward']:3.0f}/"
-              f"{100 * sh['optimizer']:3.0f}   {s['peak_rss_mb']:6.0f} MB "
-              f"({s['peak_above_import_mb']:5.0f} MB)  {roof}")
-    if "ratio" in r:
-        print(f"ours / pytorch = {r['ratio']:.2f}x (median of interleaved pairs "
-              f"{r['ratio_paired_median']:.2f}x); > 1 means we are slower")
+def time_workers(args, state, steps):
+    """Our worker (and PyTorch's, started from `state`, when given), stepped alternately:
+    ({kind: [step timings]}, {kind: memory readings}, {kind: roofline} or {})."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workers = [Worker("ours", args, None)]
+        if state is not None:
+            weights = os.path.join(tmp, "weights.npz")
+            np.savez(weights, **state)
+            workers.append(Worker("torch", args, weights))
+        try:
+            timings = {w.kind: [] for w in workers}
+            for i in range(WARMUP + steps):
+                order = workers if i % 2 == 0 else workers[::-1]
+                for w in order:
+                    r = w.ask("step")
+                    if i >= WARMUP:
+                        timings[w.kind].append(r)
+            memory = {w.kind: {**w.info, **w.ask("memory")} for w in workers}
+            roofline = {w.kind: w.ask("roofline") for w in workers} if args.roofline else {}
+        finally:
+            for w in workers:
+                w.close()
+    return timings, memory, roofline
 
 
 def parse_args(argv=None):

@@ -122,72 +122,15 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
     """
     forward_kwargs = forward_kwargs or {}
     params = list(module.named_parameters()) if check_params else []
-    for name, p, _ in params:
-        if p.dtype != np.float64:
-            raise InputTypeError(f"gradcheck needs float64 parameters; {name} is {p.dtype} "
-                            "(build the module under default_dtype('float64'))")
-    for i, x in enumerate(inputs):
-        if _is_float_array(x) and x.dtype != np.float64:
-            raise InputTypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype} "
-                            "(pass float64 arrays)")
+    _check_float64(params, inputs)
     rng = np.random.default_rng(seed)
     _set_dropout_frozen(module, True)
     try:
-        out = module.forward(*inputs, **forward_kwargs)
-        if dout is None:
-            dout = xp.asarray(rng.normal(size=out.shape))
-        if tuple(dout.shape) != tuple(out.shape):
-            raise InputError(f"dout: expected shape {tuple(out.shape)}, got {tuple(dout.shape)}")
-        module.zero_grad()
-        module.forward(*inputs, **forward_kwargs)
-        input_grads = _as_tuple(module.backward(dout))
-
-        # The analytic gradient of every distinct float input (an array passed
-        # twice, as in self-attention's q = k = v, gets the sum of its gradients).
-        float_inputs = [x for x in inputs if _is_float_array(x)]
-        if len(input_grads) != len(float_inputs):
-            raise InputError(f"backward returned {len(input_grads)} gradients for "
-                             f"{len(float_inputs)} floating-point inputs")
-        names = _input_names(module, inputs)
-        targets = {}
-        for name, x, g in zip(names, float_inputs, input_grads):
-            if id(x) in targets:
-                targets[id(x)][0] += "=" + name[len("input "):]      # e.g. "input k=v"
-                targets[id(x)][2] = targets[id(x)][2] + to_numpy(g)
-            else:
-                targets[id(x)] = [name, x, np.array(to_numpy(g), dtype=np.float64)]
-        targets = list(targets.values())
-        targets += [[name, p, np.array(to_numpy(g), dtype=np.float64)] for name, p, g in params]
-
-        def loss_change(x, idx, old, h):
-            """(L(x + h e_i) - L(x - h e_i)) / 2h. Subtracting the outputs before
-            summing cancels every output the coordinate does not touch exactly."""
-            x[idx] = old + h
-            plus = module.forward(*inputs, **forward_kwargs)
-            x[idx] = old - h
-            minus = module.forward(*inputs, **forward_kwargs)
-            return float(xp.sum((plus - minus) * dout)) / (2 * h)
-
-        def numeric_gradient(x, idx):
-            old = x[idx].copy()
-            h = eps
-            for _ in range(3):
-                d1, d2 = loss_change(x, idx, old, h), loss_change(x, idx, old, 2 * h)
-                # For a smooth function d1 and d2 agree to O(h^2); a large gap
-                # means a kink (ReLU at 0) lies within 2h: retry with a smaller h.
-                if abs(d1 - d2) <= 1e-4 * max(abs(d1), abs(d2), floor):
-                    break
-                h /= 100
-            x[idx] = old
-            return (4 * d1 - d2) / 3          # the fourth-order combination
-
+        loss = ScalarLoss(module, inputs, forward_kwargs, dout, rng, eps, floor)
         rows = []
-        for name, x, analytic in targets:
-            if analytic.shape != tuple(x.shape):
-                raise InputError(f"gradient of {name}: expected shape {tuple(x.shape)}, "
-                                 f"got {analytic.shape}")
+        for name, x, analytic in _analytic_gradients(loss, params):
             coords = _coordinates(tuple(x.shape), max_coords, rng)
-            numeric = np.array([numeric_gradient(x, idx) for idx in coords])
+            numeric = np.array([loss.numeric_gradient(x, idx) for idx in coords])
             a = np.array([analytic[idx] for idx in coords])
             abs_err = np.abs(a - numeric)
             rel_err = abs_err / np.maximum(np.maximum(np.abs(a), np.abs(numeric)), floor)
@@ -198,6 +141,87 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
     finally:
         _set_dropout_frozen(module, False)
     return GradcheckReport(title or type(module).__name__, rows, rtol)
+
+
+def _check_float64(params, inputs):
+    for name, p, _ in params:
+        if p.dtype != np.float64:
+            raise InputTypeError(f"gradcheck needs float64 parameters; {name} is {p.dtype} "
+                                 "(build the module under default_dtype('float64'))")
+    for i, x in enumerate(inputs):
+        if _is_float_array(x) and x.dtype != np.float64:
+            raise InputTypeError(f"gradcheck needs float64 inputs; input {i} is {x.dtype} "
+                                 "(pass float64 arrays)")
+
+
+class ScalarLoss:
+    """L = sum(module.forward(*inputs) * dout), and its derivative along one coordinate."""
+
+    def __init__(self, module, inputs, forward_kwargs, dout, rng, eps, floor):
+        self.module, self.inputs, self.kwargs = module, inputs, forward_kwargs
+        self.eps, self.floor = eps, floor
+        out = self.forward()
+        if dout is None:
+            dout = xp.asarray(rng.normal(size=out.shape))
+        if tuple(dout.shape) != tuple(out.shape):
+            raise InputError(f"dout: expected shape {tuple(out.shape)}, got {tuple(dout.shape)}")
+        self.dout = dout
+
+    def forward(self):
+        return self.module.forward(*self.inputs, **self.kwargs)
+
+    def change(self, x, idx, old, h):
+        """(L(x + h e_i) - L(x - h e_i)) / 2h. Subtracting the outputs before
+        summing cancels every output the coordinate does not touch exactly."""
+        x[idx] = old + h
+        plus = self.forward()
+        x[idx] = old - h
+        minus = self.forward()
+        return float(xp.sum((plus - minus) * self.dout)) / (2 * h)
+
+    def numeric_gradient(self, x, idx):
+        """dL/dx[idx], fourth order: (4 d(h) - d(2h)) / 3 with d the central difference."""
+        old = x[idx].copy()
+        h = self.eps
+        for _ in range(3):
+            d1, d2 = self.change(x, idx, old, h), self.change(x, idx, old, 2 * h)
+            # For a smooth function d1 and d2 agree to O(h^2); a large gap
+            # means a kink (ReLU at 0) lies within 2h: retry with a smaller h.
+            if abs(d1 - d2) <= 1e-4 * max(abs(d1), abs(d2), self.floor):
+                break
+            h /= 100
+        x[idx] = old
+        return (4 * d1 - d2) / 3
+
+
+def _analytic_gradients(loss, params):
+    """[(name, array, its analytic gradient as float64 NumPy)] from one backward.
+
+    An array passed twice (self-attention's q = k = v) is listed once, with the
+    sum of its gradients and a joined name ("input k=v").
+    """
+    module, inputs = loss.module, loss.inputs
+    module.zero_grad()
+    loss.forward()
+    input_grads = _as_tuple(module.backward(loss.dout))
+    float_inputs = [x for x in inputs if _is_float_array(x)]
+    if len(input_grads) != len(float_inputs):
+        raise InputError(f"backward returned {len(input_grads)} gradients for "
+                         f"{len(float_inputs)} floating-point inputs")
+    targets = {}
+    for name, x, g in zip(_input_names(module, inputs), float_inputs, input_grads):
+        if id(x) in targets:
+            targets[id(x)][0] += "=" + name[len("input "):]      # e.g. "input k=v"
+            targets[id(x)][2] = targets[id(x)][2] + to_numpy(g)
+        else:
+            targets[id(x)] = [name, x, np.array(to_numpy(g), dtype=np.float64)]
+    targets = list(targets.values())
+    targets += [[name, p, np.array(to_numpy(g), dtype=np.float64)] for name, p, g in params]
+    for name, x, analytic in targets:
+        if analytic.shape != tuple(x.shape):
+            raise InputError(f"gradient of {name}: expected shape {tuple(x.shape)}, "
+                             f"got {analytic.shape}")
+    return targets
 
 
 def perturb(module, rng, scale=0.3):
