@@ -3,8 +3,9 @@
 Python block, whose printed values must match the comments beside them.
 
 Training commands run shortened (`--steps 6`, `--quick`), the only change made to them; every
-other command runs exactly as printed. Lines that install, clone, open Jupyter or run the
-benchmarks are not run here (tests/test_benchmarks.py runs the benchmark's smoke mode).
+other command runs exactly as printed. Lines that install, clone, open Jupyter, run the
+benchmarks or download data are not run here (tests/test_benchmarks.py runs the benchmark's
+smoke mode; tests/test_data_command.py runs `data` against a local server).
 """
 
 import re
@@ -17,16 +18,16 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
-           "python benchmarks/")
-DATA = {"tinyshakespeare.txt": "First Citizen:\nBefore we proceed any further, hear me speak.\n"
-        * 40}
+           "python benchmarks/", "python -m numpy_transformer data ")
+DATA = {"data/tinyshakespeare.txt":
+        "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40}
 WORDS = ["ein", "mann", "eine", "frau", "hund", "rot", "blau", "klein"]
 ENGLISH = ["a", "man", "a", "woman", "dog", "red", "blue", "small"]
 for split in ("train", "val", "test_2016_flickr"):
     rows = [(f"{a} {b}", f"{c} {d}") for a, c in zip(WORDS, ENGLISH)
             for b, d in zip(WORDS, ENGLISH)]
-    DATA[f"{split}.lc.norm.tok.de"] = "\n".join(r[0] for r in rows) + "\n"
-    DATA[f"{split}.lc.norm.tok.en"] = "\n".join(r[1] for r in rows) + "\n"
+    DATA[f"data/multi30k/tok/{split}.lc.norm.tok.de"] = "\n".join(r[0] for r in rows) + "\n"
+    DATA[f"data/multi30k/tok/{split}.lc.norm.tok.en"] = "\n".join(r[1] for r in rows) + "\n"
 
 
 def blocks(language):
@@ -62,6 +63,7 @@ def shortened(argv):
 
 def test_every_readme_command_runs_as_printed(tmp_path):
     for name, text in DATA.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     listed = commands()
     assert any("train --task reverse" in c for c in listed) and len(listed) >= 10

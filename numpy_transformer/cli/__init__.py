@@ -7,6 +7,7 @@
     translate   run a trained encoder-decoder on some text                          (evaluate.py)
     gradcheck   check every layer's backward against finite differences            (tools.py)
     figures     write the key figures (positional encoding, masks, attention maps)  (tools.py)
+    data        download tiny Shakespeare or Multi30k, checked against SHA-256      (data.py)
     assignment  make a student copy with backward passes to write, and grade it    (assignment.py)
 
 Options shared by several commands live in options.py, and what the two
@@ -27,7 +28,7 @@ from .options import Parser
 
 
 def build_parser():
-    from . import assignment, evaluate, lm, tools, train
+    from . import assignment, data, evaluate, lm, tools, train
     parser = Parser(prog="python -m numpy_transformer",
                     description="A NumPy Transformer with hand-written backward passes.")
     parser.add_argument("--version", action="version", version=f"numpy_transformer "
@@ -37,6 +38,7 @@ def build_parser():
     lm.add_parsers(commands)
     evaluate.add_parsers(commands)
     tools.add_parsers(commands)
+    data.add_parsers(commands)
     assignment.add_subcommand(commands)
     return parser
 
