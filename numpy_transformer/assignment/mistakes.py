@@ -49,13 +49,13 @@ MISTAKES = [
     Mistake("softmax_elementwise", "softmax",
             "softmax backward uses the output elementwise, p (1 - p) dp, not the "
             "Jacobian-vector product", "layers/softmax.py",
-            "return p * (dp - fast.sum(dp * p, axis, keepdims=True))",
+            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))",
             "return dp * p * (1 - p)"),
     Mistake("softmax_nan_masked_row", "softmax",
             "softmax backward divides by the row sum of p: NaN on a fully masked row",
             "layers/softmax.py",
-            "return p * (dp - fast.sum(dp * p, axis, keepdims=True))",
-            "return p * (dp - fast.sum(dp * p, axis, keepdims=True)"
+            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))",
+            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True)"
             " / p.sum(axis=axis, keepdims=True))"),
     Mistake("feedforward_skips_dropout", "feedforward",
             "FeedForward: the dropout backward is skipped (the kept mask is not applied)",

@@ -61,7 +61,7 @@ class Linear(Module):
         else:
             self.grads["weight"] += x2.T @ dy2            # (D_in, D_out)
         if "bias" in self.params:
-            self.grads["bias"] += fast.sum(dy2, 0)        # (D_out,)
+            self.grads["bias"] += fast.sum(dy2, axis=0)   # (D_out,)
         return (dy2 @ self.matrix().T).reshape(x.shape)   # (..., D_in)
         # END SOLUTION
 

@@ -40,9 +40,9 @@ class LayerNorm(Module):
 
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
-        mu = fast.mean(x, -1, keepdims=True)                      # (..., 1)
+        mu = fast.mean(x, axis=-1, keepdims=True)                 # (..., 1)
         xc = x - mu                                               # (..., D) centred
-        var = fast.mean(xc**2, -1, keepdims=True)                 # (..., 1) biased variance
+        var = fast.mean(xc**2, axis=-1, keepdims=True)            # (..., 1) biased variance
         r = 1.0 / xp.sqrt(var + self.eps)                         # (..., 1) 1 / sigma
         xhat = xc * r                                             # (..., D)
         self.cache = (xhat, r)
@@ -56,13 +56,13 @@ class LayerNorm(Module):
         xhat, r = self.forward_cache()
         D = self.d_model
         # y = gamma * xhat + beta: sums over every leading dim
-        self.grads["gamma"] += fast.sum((dy * xhat).reshape(-1, D), 0)   # (D,)
-        self.grads["beta"] += fast.sum(dy.reshape(-1, D), 0)             # (D,)
+        self.grads["gamma"] += fast.sum((dy * xhat).reshape(-1, D), axis=0)   # (D,)
+        self.grads["beta"] += fast.sum(dy.reshape(-1, D), axis=0)             # (D,)
         # xhat = (x - mu) r, with mu and r themselves functions of x
-        g = dy * self.params["gamma"]                                     # (..., D)
-        mean_g = fast.mean(g, -1, keepdims=True)                          # (..., 1)
-        mean_g_xhat = fast.mean(g * xhat, -1, keepdims=True)              # (..., 1)
-        dx = g - mean_g                                                   # (..., D)
+        g = dy * self.params["gamma"]                                         # (..., D)
+        mean_g = fast.mean(g, axis=-1, keepdims=True)                         # (..., 1)
+        mean_g_xhat = fast.mean(g * xhat, axis=-1, keepdims=True)             # (..., 1)
+        dx = g - mean_g                                                       # (..., D)
         dx -= xhat * mean_g_xhat
         dx *= r
         return dx                                 # r (g - mean(g) - xhat mean(g xhat))

@@ -23,21 +23,21 @@ from . import fast
 def softmax(x, axis=-1, mask=None):
     """Stable softmax of x along `axis`; masked-out entries (mask False) get exactly 0.
 
-        x = x + (0 where mask, else -inf)     masked entries: exp(-inf) = 0
-        e = exp(x - max(x))             the row max keeps exp from overflowing
-        p = e / sum(e)                  a row with nothing kept: 0 / 1 = 0, never NaN
+        x = x + (0 where mask, else -inf)   masked entries: exp(-inf) = 0
+        e = exp(x - max(x))                 the row max keeps exp from overflowing
+        p = e / sum(e)                      a row with nothing kept: 0 / 1 = 0, never NaN
     mask must broadcast to x's shape. Returns a new array; x is left alone.
     """
     if mask is None:
-        e = x.copy()                                      # (...) our own array to work in
+        e = x.copy()                                      # x's shape: our array to work in
     else:
         e = x + xp.where(mask, 0.0, -xp.inf).astype(x.dtype)   # -inf where masked: exp gives 0
-    m = fast.max(e, axis, keepdims=True)                  # the row max
+    m = fast.max(e, axis=axis, keepdims=True)             # the row max
     if mask is not None:
         m[~xp.isfinite(m)] = 0.0                          # a fully masked row has no max
     e -= m
     xp.exp(e, out=e)                                      # e = exp(x - max(x)), in place
-    s = fast.sum(e, axis, keepdims=True)                  # the row sums
+    s = fast.sum(e, axis=axis, keepdims=True)             # the row sums
     if mask is not None:
         s[s == 0] = 1.0                                   # 0 / 1 = 0, not 0 / 0 = NaN
     e /= s
@@ -48,7 +48,7 @@ def softmax_backward(dp, p, axis=-1):
     """dx = p * (dp - sum(dp * p)) for p = softmax(x)."""
     # BEGIN SOLUTION softmax
     # HINT: the Jacobian-vector product of diag(p) - p p^T along axis, without the Jacobian
-    return p * (dp - fast.sum(dp * p, axis, keepdims=True))
+    return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))
     # END SOLUTION
 
 
