@@ -16,7 +16,7 @@ products of the same size, one per input:
 sizes). Every input needs its gradient: even the first projections' inputs
 lead back to the embeddings. So backward = 2 x forward and one step = 3 x forward.
 
-Shapes use DESIGN.md's letters: B batch, S source length, T target length,
+Shapes use docs/design.md's letters: B batch, S source length, T target length,
 D d_model, H heads, Dh = D / H, F d_ff, V vocabulary, L latent dim (MLA).
 """
 

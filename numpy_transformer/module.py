@@ -1,6 +1,6 @@
 """Module: the base class of every layer, block and model.
 
-The contract (see DESIGN.md):
+The contract (see docs/design.md):
 - `params` and `grads` are dicts of arrays with the same keys and shapes.
 - `forward(*inputs)` returns the output and keeps in `self.cache` what
   `backward` needs.
