@@ -91,7 +91,8 @@ def lm_run(work):
 # Help, version, the script, usage errors.
 
 COMMANDS = [["train"], ["train-lm"], ["evaluate"], ["translate"], ["generate"], ["gradcheck"],
-            ["figures"], ["data"], ["assignment"], ["assignment", "make"], ["assignment", "grade"]]
+            ["figures"], ["data"], ["lessons"], ["assignment"], ["assignment", "make"],
+            ["assignment", "grade"]]
 
 
 def test_every_command_listed_in_the_help_has_its_own_help():

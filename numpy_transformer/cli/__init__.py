@@ -8,6 +8,7 @@
     gradcheck   check every layer's backward against finite differences            (tools.py)
     figures     write the key figures (positional encoding, masks, attention maps)  (tools.py)
     data        download tiny Shakespeare or Multi30k, checked against SHA-256      (data.py)
+    lessons     copy the Jupyter lessons out, or build their website (--html DIR)   (lessons.py)
     assignment  make a student copy with backward passes to write, and grade it    (assignment.py)
 
 Options shared by several commands live in options.py, and what the two
@@ -28,7 +29,7 @@ from .options import Parser
 
 
 def build_parser():
-    from . import assignment, data, evaluate, lm, tools, train
+    from . import assignment, data, evaluate, lessons, lm, tools, train
     parser = Parser(prog="python -m numpy_transformer",
                     description="A NumPy Transformer with hand-written backward passes.")
     parser.add_argument("--version", action="version", version=f"numpy_transformer "
@@ -39,6 +40,7 @@ def build_parser():
     evaluate.add_parsers(commands)
     tools.add_parsers(commands)
     data.add_parsers(commands)
+    lessons.add_parsers(commands)
     assignment.add_subcommand(commands)
     return parser
 

@@ -1,0 +1,304 @@
+"""The Jupyter lessons as files to copy out, and as a website with every output rendered.
+
+Where they are: a wheel ships notebooks/ inside the package, as `numpy_transformer/lessons/`
+(pyproject.toml maps the data-only package `numpy_transformer.lessons` onto notebooks/); a
+source checkout or an editable install reads notebooks/ beside the package.
+
+    find_lessons()                  -> [Lesson], in order (name, number, title, path)
+    select(lessons, only)           -> the lessons named by number or name ("01", "8", "08_grad")
+    copy_lessons(lessons, out)      -> the files written (refuses to replace different files)
+    build_site(lessons, out)        -> [Page]: one executed HTML page per lesson, and index.html
+
+The site is nbconvert's: `ExecutePreprocessor` runs each lesson in a fresh kernel, `HTMLExporter`
+renders it with a template extending "lab" by a previous / index / next bar (`PAGE`, `NAV`),
+figures embedded as PNG data; index.html is a notebook of links, rendered the same way.
+"""
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError
+
+INSTALL = ('pip install "numpy_transformer[notebooks]" (from a clone: '
+           'pip install -e ".[notebooks]")')
+
+NAV = """\
+<nav class="lessons-nav">
+  <span>{% if nav.previous %}<a href="{{ nav.previous[0] }}" rel="prev">&larr;
+    {{ nav.previous[1] | e }}</a>{% endif %}</span>
+  <span><a href="index.html">All lessons</a></span>
+  <span>{% if nav.next %}<a href="{{ nav.next[0] }}" rel="next">{{ nav.next[1] | e }}
+    &rarr;</a>{% endif %}</span>
+</nav>
+"""
+
+PAGE = """\
+{%- extends 'index.html.j2' -%}
+{% block extra_css %}
+<style>
+nav.lessons-nav { display: flex; justify-content: space-between; gap: 1em; margin: 0.5em auto;
+  padding: 0.6em 1em; max-width: 1100px; font-family: var(--jp-ui-font-family);
+  border-bottom: 1px solid var(--jp-border-color2); }
+nav.lessons-nav span { flex: 1; text-align: center; }
+nav.lessons-nav span:first-child { text-align: left; }
+nav.lessons-nav span:last-child { text-align: right; }
+</style>
+{% endblock extra_css %}
+{%- block body_header -%}
+{{ super() }}
+{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
+{%- endblock body_header -%}
+{% block body_footer %}
+{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
+{{ super() }}
+{% endblock body_footer %}
+"""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson notebook: `01_embeddings_...` (name), "01" (number), its heading (title)."""
+    name: str
+    number: str
+    title: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Page:
+    """A built page: its lesson, its file, how many figures it shows, how long it ran."""
+    lesson: Lesson
+    path: Path
+    figures: int
+    seconds: float
+
+
+def lessons_folder():
+    """The folder holding the lessons: the package data of a wheel, else notebooks/."""
+    package = Path(__file__).resolve().parent
+    for folder in (package / "lessons", package.parent / "notebooks"):
+        if any(folder.glob("[0-9][0-9]_*.ipynb")):
+            return folder
+    raise InputError(f"no lessons in {package / 'lessons'} nor {package.parent / 'notebooks'}"
+                     f" (a broken install? reinstall numpy_transformer)")
+
+
+def find_lessons(folder=None):
+    """Every lesson (NN_name.ipynb) in `folder` (default: the package's), in order."""
+    folder = Path(folder) if folder is not None else lessons_folder()
+    paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        raise InputError(f"--from {folder}: no lessons there (files named like "
+                         f"01_name.ipynb)")
+    return [Lesson(path.stem, path.stem[:2], _title(path), path) for path in paths]
+
+
+def _title(path):
+    """The first markdown heading of a notebook ('Lesson 1 — Token embeddings ...')."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except ValueError as err:
+        raise InputError(f"{path}: not a notebook ({err})") from None
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            for line in "".join(cell.get("source", "")).splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return path.stem
+
+
+def select(lessons, only):
+    """The lessons named in `only` (numbers such as 1 or 01, or the start of a name), in order."""
+    if not only:
+        return list(lessons)
+    chosen = set()
+    for key in only:
+        hits = [x for x in lessons if (key.isdigit() and int(key) == int(x.number))
+                or (not key.isdigit() and x.name.startswith(key))]
+        if not hits:
+            raise InputError(f"--only: no lesson {key!r}; the lessons are "
+                             f"{', '.join(x.number for x in lessons)} (or the start of a name)")
+        chosen.update(x.name for x in hits)
+    return [x for x in lessons if x.name in chosen]
+
+
+def copy_lessons(lessons, out, *, overwrite=False):
+    """Copy the lessons and their README into `out`; {file name: "written" or "unchanged"}.
+
+    A file already in `out` with the same bytes is left alone; one that differs is replaced
+    only with `overwrite`, else nothing at all is written and the error names every such file.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a folder")
+    readme = lessons[0].path.parent / "README.md"
+    sources = [x.path for x in lessons] + ([readme] if readme.is_file() else [])
+    different = [s.name for s in sources if (out / s.name).exists()
+                 and (out / s.name).read_bytes() != s.read_bytes()]
+    if different and not overwrite:
+        raise InputError(f"--out {out}: {len(different)} file{'s' if len(different) > 1 else ''}"
+                         f" already there and different: {', '.join(different)} (pass "
+                         f"--overwrite to replace them)")
+    out.mkdir(parents=True, exist_ok=True)
+    done = {}
+    for source in sources:
+        target = out / source.name
+        done[source.name] = "unchanged" if target.exists() and source.name not in different \
+            else "written"
+        if done[source.name] == "written":
+            shutil.copyfile(source, target)
+    return done
+
+
+def check_site_tools():
+    """Import nbconvert, a kernel and matplotlib, or say (one line) which extra brings them."""
+    missing = []
+    for module in ("nbconvert", "ipykernel", "matplotlib"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise InputError(f"lessons --html needs nbconvert, ipykernel and matplotlib (missing: "
+                         f"{', '.join(missing)}): {INSTALL}")
+
+
+class LessonFailed(Exception):
+    """A lesson that did not run to the end, or left an error in its outputs."""
+
+
+def build_site(lessons, out, *, timeout=600, report=None):
+    """Execute every lesson, write `out/NAME.html` for each and `out/index.html`; the pages.
+
+    `report(page_or_None, lesson, seconds, error)` is called as each lesson ends. A lesson that
+    fails gets no page; after trying all of them, LessonFailed lists every failure (and no
+    index is written).
+    """
+    check_site_tools()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--html {out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = _exporter()
+    pages, failures = [], []
+    for i, lesson in enumerate(lessons):
+        start = time.perf_counter()
+        try:
+            notebook = execute(lesson.path, timeout=timeout)
+        except LessonFailed as err:
+            failures.append(f"{lesson.name} ({err})")
+            if report:
+                report(None, lesson, time.perf_counter() - start, str(err))
+            continue
+        seconds = time.perf_counter() - start
+        notebook.metadata["title"] = lesson.title.replace("`", "")     # the page's <title>
+        page = Page(lesson, out / f"{lesson.name}.html", _figures(notebook), seconds)
+        _write(exporter, notebook, page.path, _nav(lessons, i))
+        pages.append(page)
+        if report:
+            report(page, lesson, seconds, None)
+    if failures:
+        raise LessonFailed(f"{len(failures)} of {len(lessons)} lesson"
+                           f"{'s' if len(lessons) > 1 else ''} failed: {'; '.join(failures)}")
+    _write(exporter, index_notebook(pages), out / "index.html", _nav(lessons, -1))
+    return pages
+
+
+def execute(path, *, timeout=600):
+    """The notebook at `path`, run top to bottom in a fresh kernel in a scratch folder."""
+    import nbformat
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from nbconvert.preprocessors import ExecutePreprocessor
+    notebook = nbformat.read(str(path), as_version=4)
+    runner = ExecutePreprocessor(timeout=timeout,
+                                 extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    with tempfile.TemporaryDirectory(prefix="lesson-") as scratch:
+        try:
+            runner.preprocess(notebook, {"metadata": {"path": scratch}})
+        except CellExecutionError as err:
+            raise LessonFailed(f"cell {_error_cell(notebook)}: {err.ename}: "
+                               f"{' '.join(str(err.evalue).split())}") from None
+        except CellTimeoutError:
+            raise LessonFailed(f"a cell ran over --timeout {timeout:g} s") from None
+        except DeadKernelError:
+            raise LessonFailed("the kernel died (out of memory?)") from None
+        except NoSuchKernel as err:
+            raise InputError(f"no Jupyter kernel {err.name!r}: {INSTALL}") from None
+    if _error_cell(notebook) != "?":       # a cell tagged raises-exception: still no errors
+        raise LessonFailed(f"cell {_error_cell(notebook)} shows an error or a traceback")
+    return notebook
+
+
+def _error_cell(notebook):
+    """The number (from 1) of the first cell showing an error or a traceback, or '?'."""
+    for number, cell in enumerate(notebook.cells, 1):
+        if any(o.get("output_type") == "error" or "Traceback (most recent call last)"
+               in str(o.get("text", "")) for o in cell.get("outputs", [])):
+            return number
+    return "?"
+
+
+def _figures(notebook):
+    return sum(1 for cell in notebook.cells for o in cell.get("outputs", [])
+               if {"image/png", "image/svg+xml"} & set(o.get("data", {})))
+
+
+def _exporter():
+    """nbconvert's HTML exporter, lab template, with our navigation bar in it."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+    loader = DictLoader({"lessons_page.html.j2": PAGE, "lessons_nav.html.j2": NAV})
+    return HTMLExporter(template_name="lab", extra_loaders=[loader],
+                        template_file="lessons_page.html.j2")
+
+
+def _nav(lessons, i):
+    def link(j):
+        return ((f"{lessons[j].name}.html", lessons[j].title.replace("`", ""))
+                if 0 <= j < len(lessons) else None)
+    return {"previous": link(i - 1), "next": link(i + 1)}
+
+
+def _write(exporter, notebook, path, nav):
+    html, _ = exporter.from_notebook_node(notebook, resources={"lesson_nav": nav})
+    Path(path).write_text(html, encoding="utf-8")
+
+
+def index_notebook(pages):
+    """A one-cell notebook: the lessons as a table of links, with what each one teaches."""
+    from nbformat.v4 import new_markdown_cell, new_notebook
+    teaches = _descriptions(pages[0].lesson.path.parent / "README.md") if pages else {}
+    rows = [f"| [{p.lesson.title}]({p.path.name}) | {teaches.get(p.lesson.name, '')} | "
+            f"{p.figures} | {p.seconds:.0f} s |" for p in pages]
+    text = "\n".join([
+        "# numpy_transformer: the lessons\n",
+        "Step-through lessons on the Transformer of *Attention Is All You Need*, built on the "
+        "package's NumPy code with a hand-written backward pass for every layer. Each page "
+        "is a lesson executed top to bottom, with its outputs and figures.\n",
+        "| lesson | what it teaches | figures | run time |\n| --- | --- | --- | --- |", *rows,
+        f"\nBuilt by `python -m numpy_transformer lessons --html` (numpy_transformer "
+        f"{__version__}, {time.strftime('%Y-%m-%d')}). To run a lesson yourself: "
+        f"`python -m numpy_transformer lessons --out lessons` and `jupyter lab lessons`.",
+    ])
+    notebook = new_notebook(cells=[new_markdown_cell(text)])
+    notebook.metadata["title"] = "numpy_transformer: the lessons"
+    return notebook
+
+
+def _descriptions(readme):
+    """{lesson name: 'what it teaches'} from the README's table, where there is one."""
+    if not readme.is_file():
+        return {}
+    found = {}
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\| \[([^\]]+)\]\(\1\.ipynb\) \| (.*) \|\s*$", line)
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
