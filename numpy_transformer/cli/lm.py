@@ -70,6 +70,7 @@ def add_parsers(commands):
 def run_train_lm(args):
     from ..errors import InputError
     start = time.perf_counter()
+    run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = run.resolve_settings(args, "lm", LM_SETTINGS, [LM], LM_QUICK)
     if not s["text"]:
         raise InputError("train-lm needs --text FILE (or --resume CKPT)")
@@ -93,6 +94,8 @@ def run_train_lm(args):
     result = trainer.fit()
     if result.interrupted:
         return run.interrupted_status(result)
+    if run.quiet_rank(trainer):
+        return 0
     final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])
     print(f"\n{result.step} steps in {time.perf_counter() - start:.0f} s. Held-out loss "
           f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "

@@ -4,15 +4,22 @@ Settings come from, in increasing priority: the command's presets (defaults,
 then the task's or the corpus's), `--quick`, then the options given. A
 `--resume CKPT` reuses the settings saved in the checkpoint (only RESUMABLE
 ones may change), so `--resume CKPT` alone continues any run.
+
+Under `mpiexec -n N` both commands train data-parallel (training/distributed.py):
+every rank runs the command; rank 0 alone prints, claims the run folder, writes
+and draws, and the other ranks stop once training is done.
 """
 
 import os
+from functools import partial
 
 from ..checkpoint import KINDS, load_checkpoint, run_kind
 from ..checks import message
 from ..errors import InputError
 from ..sizes import check_fits, training_bytes
 from ..training import TrainConfig, Trainer
+from ..training.distributed import DataParallelTrainer
+from ..training.mpi_world import on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from .options import config_from
 
@@ -74,15 +81,37 @@ def check_memory(config, settings, sequence_length):
                "--max-len or --batch-size")
 
 
+def join_ranks():
+    """Under an MPI launcher, mute every rank but 0 (call it before printing anything)."""
+    comm = world()
+    if comm is not None and comm.Get_rank() != 0:
+        silence()
+
+
 def make_trainer(args, settings, model, stream, ckpt, **options):
-    """A Trainer with the run's TrainConfig, writing into settings["out"]; resumed if ckpt."""
+    """A Trainer with the run's TrainConfig, writing into settings["out"]; resumed if ckpt.
+    Under MPI, a DataParallelTrainer for this rank."""
     config = config_from(TrainConfig, settings, progress=False if args.no_progress else None)
-    trainer = Trainer(model, stream, config, out=settings["out"], overwrite=args.overwrite,
-                      **options)
+    comm = world()
+    kind = Trainer if comm is None else partial(DataParallelTrainer, comm=comm)
+    trainer = kind(model, stream, config, out=settings["out"], overwrite=args.overwrite,
+                   **options)
     if ckpt is not None:
         trainer.resume(ckpt)
-    trainer.claim_out()
+    if comm is None:
+        trainer.claim_out()
+        return trainer
+    on_root(comm, trainer.claim_out)         # without the run folder, no rank may start
+    B, N = settings["batch_size"], comm.Get_size()
+    share = f"{B // N}" if B % N == 0 else f"{B // N} or {B // N + 1}"
+    print(f"data-parallel on {N} MPI ranks: each takes {share} of the {B} sequences of "
+          f"every batch")
     return trainer
+
+
+def quiet_rank(trainer):
+    """True on the MPI ranks other than 0: they stop after training, rank 0 reports."""
+    return getattr(trainer, "rank", 0) != 0
 
 
 def interrupted_status(result):

@@ -78,6 +78,7 @@ def _settings(args):
 
 def run_train(args):
     start = time.perf_counter()
+    run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = _settings(args)
     data = seq2seq_data(s)
     for split, (dropped, total) in data.dropped.items():
@@ -110,6 +111,8 @@ def run_train(args):
     result = trainer.fit()
     if result.interrupted:
         return run.interrupted_status(result)
+    if run.quiet_rank(trainer):
+        return 0
     report(result, data, time.perf_counter() - start, model, s)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)

@@ -86,11 +86,7 @@ class Trainer:
         """One update; returns (loss, lr used, tokens in the batch)."""
         inputs, targets, ntokens = self.stream.next_batch()
         self.optimizer.zero_grad()
-        logits = self.model.forward(*inputs)                         # (B, T, V)
-        loss = self.loss_fn.forward(logits, targets)
-        if not math.isfinite(loss):
-            self._diverged(f"the loss became {loss}")
-        self.model.backward(self.loss_fn.backward())
+        loss = self.gradients(inputs, targets)
         if self.config.clip_norm is not None:
             norm = clip_grad_norm(self.model, self.config.clip_norm)
             if not math.isfinite(norm):
@@ -103,6 +99,14 @@ class Trainer:
         self._updating = False
         self.scheduler.step()
         return loss, lr, ntokens
+
+    def gradients(self, inputs, targets):
+        """Forward, loss and backward on a batch; its mean loss (distributed.py: summed)."""
+        loss = self.loss_fn.forward(self.model.forward(*inputs), targets)   # logits (B, T, V)
+        if not math.isfinite(loss):
+            self._diverged(f"the loss became {loss}")
+        self.model.backward(self.loss_fn.backward())
+        return loss
 
     def _diverged(self, what, step=None):
         if self.last_checkpoint is None:
@@ -227,8 +231,7 @@ class Trainer:
         """A log line; a closed output (broken pipe) stops the run after this step."""
         if not write_line(text, self._bar, self.log, self.stop_reason == "closed output"):
             self.log = None
-            if not self._stop:
-                self._stop, self.stop_reason = True, "closed output"
+            self.request_stop("closed output")
 
     def _metadata(self):
         return {**self.metadata, "step": self.step, "train_config": asdict(self.config),
