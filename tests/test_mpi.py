@@ -186,6 +186,16 @@ def test_without_a_launcher_there_is_no_world(monkeypatch):
     assert world() is None
 
 
+def test_a_launcher_without_mpi4py_is_a_clear_error(monkeypatch):
+    from numpy_transformer.errors import InputError
+    from numpy_transformer.training.mpi_world import world
+    monkeypatch.setenv("PMI_SIZE", "2")
+    monkeypatch.setitem(sys.modules, "mpi4py", None)                  # as if not installed
+    with pytest.raises(InputError, match=r"started by an MPI launcher with 2 processes, but "
+                                         r"mpi4py is not installed; pip install"):
+        world()
+
+
 def test_a_plain_run_never_imports_mpi4py(tmp_path):
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "numpy_transformer",
                            "train", "--task", "copy", "--quick", "--steps", "4", "--no-figures",
@@ -322,6 +332,18 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
         assert argv[:3] == ["python", "-m", "numpy_transformer"], command
         ok(run(sys.executable, *shortened(argv)[1:], ranks=ranks, cwd=tmp_path))
     assert (tmp_path / "runs" / "lm" / "last.npz").is_file()
+
+
+@needs_mpi
+def test_a_launcher_of_another_mpi_is_refused(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "train", "--task", "copy",
+                           "--quick", "--no-figures"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**ENV, "PMI_SIZE": "3"},
+                          stdin=subprocess.DEVNULL)     # a launcher's 3, but MPI sees 1 process
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: the MPI launcher started 3 processes, but mpi4py sees "
+                                  "1: mpiexec and mpi4py come from different MPI installations")
+    assert not (tmp_path / "runs").exists()
 
 
 @needs_mpi
