@@ -1,17 +1,16 @@
 """The Jupyter lessons as files to copy out, and as a website with every output rendered.
 
-Where they are: a wheel ships notebooks/ inside the package, as `numpy_transformer/lessons/`
-(pyproject.toml maps the data-only package `numpy_transformer.lessons` onto notebooks/); a
-source checkout or an editable install reads notebooks/ beside the package.
+A wheel ships notebooks/ as `numpy_transformer/lessons/` (see pyproject.toml); a checkout or
+an editable install reads notebooks/ beside the package.
 
     find_lessons()                  -> [Lesson], in order (name, number, title, path)
     select(lessons, only)           -> the lessons named by number or name ("01", "8", "08_grad")
     copy_lessons(lessons, out)      -> the files written (refuses to replace different files)
     build_site(lessons, out)        -> [Page]: one executed HTML page per lesson, and index.html
 
-The site is nbconvert's: `ExecutePreprocessor` runs each lesson in a fresh kernel, `HTMLExporter`
-renders it with a template extending "lab" by a previous / index / next bar (`PAGE`, `NAV`),
-figures embedded as PNG data; index.html is a notebook of links, rendered the same way.
+nbconvert makes the site: `ExecutePreprocessor` runs each lesson in a fresh kernel,
+`HTMLExporter` renders it with a template extending "lab" by a previous / index / next bar
+(`PAGE`, `NAV`), figures embedded; index.html is a notebook of links, rendered the same way.
 """
 
 import json
