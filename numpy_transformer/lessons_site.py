@@ -295,9 +295,6 @@ def _descriptions(readme):
     """{lesson name: 'what it teaches'} from the README's table, where there is one."""
     if not readme.is_file():
         return {}
-    found = {}
-    for line in readme.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"\| \[([^\]]+)\]\(\1\.ipynb\) \| (.*) \|\s*$", line)
-        if match:
-            found[match.group(1)] = match.group(2)
-    return found
+    rows = (re.match(r"\| \[([^\]]+)\]\(\1\.ipynb\) \| (.*) \|\s*$", line)
+            for line in readme.read_text(encoding="utf-8").splitlines())
+    return {m.group(1): m.group(2) for m in rows if m}
