@@ -17,33 +17,11 @@ import time
 import numpy as np
 import pytest
 
+from doors import NT, error, nt, ok
+
 from numpy_transformer.checkpoint import load_checkpoint
 
-NT = [sys.executable, "-m", "numpy_transformer"]
 QUICK = ["--quick", "--no-figures", "--no-progress"]
-
-
-def nt(*args, cwd=None, timeout=300):
-    """Run `python -m numpy_transformer ARGS`; the CompletedProcess (text output)."""
-    return subprocess.run([*NT, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def ok(done):
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.stdout
-
-
-def error(done, status, *words):
-    """The command failed with `status` and a one-line `error: ...` holding every word."""
-    assert done.returncode == status, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    first = done.stderr.strip().splitlines()[0]
-    assert first.startswith("error: ") or ": error: " in first, first
-    for word in words:
-        assert word in first, first
-    return first
 
 
 def wait_for_line(proc, text, timeout=120):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doors import error, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -27,23 +28,6 @@ def lessons(*args, env=None, cwd=None, timeout=900):
     return subprocess.run([*NT, *map(str, args)], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, stdin=subprocess.DEVNULL,
                           env={**os.environ, **(env or {})})
-
-
-def ok(done):
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.stdout
-
-
-def error(done, status, *words):
-    """The command failed with `status` and a one-line `error: ...` holding every word."""
-    assert done.returncode == status, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    first = done.stderr.strip().splitlines()[0]
-    assert first.startswith("error: ") or ": error: " in first, first
-    for word in words:
-        assert word in first, first
-    return first
 
 
 def drawn(notebook):

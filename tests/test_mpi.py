@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from doors import shortened
 
 STEPS, TOLERANCE_64, TOLERANCE_32 = 20, 1e-12, 1e-5
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -304,20 +305,6 @@ def readme_commands():
     return [line for line in lines if line and not line.startswith("pip install")]
 
 
-def shortened(argv):
-    """A training command with --steps 6 (12 when resuming), --quick and no figures."""
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--steps", "--warmup"):
-            skip = True
-        else:
-            out.append(arg)
-    return out + ["--steps", "12" if "--resume" in argv else "6", "--warmup", "1", "--quick",
-                  "--no-figures"]
-
-
 @needs_mpi
 def test_the_readme_mpi_commands_run_as_printed(tmp_path):
     (tmp_path / "data").mkdir()
@@ -330,7 +317,8 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
         ranks = int(argv[2]) if argv[0] == "mpiexec" else None
         argv = argv[3:] if ranks else argv
         assert argv[:3] == ["python", "-m", "numpy_transformer"], command
-        ok(run(sys.executable, *shortened(argv)[1:], ranks=ranks, cwd=tmp_path))
+        ok(run(sys.executable, *shortened(argv)[1:], "--no-figures", ranks=ranks,
+               cwd=tmp_path))
     assert (tmp_path / "runs" / "lm" / "last.npz").is_file()
 
 

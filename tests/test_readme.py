@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doors import shortened
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
@@ -44,21 +45,6 @@ def commands():
                 if part and not part.startswith(NOT_RUN):
                     found.append(part)
     return found
-
-
-def shortened(argv):
-    """A training command with --steps 6 (12 when resuming) and --quick; others unchanged."""
-    if argv[3] not in ("train", "train-lm"):
-        return argv
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--steps", "--warmup"):
-            skip = True
-        else:
-            out.append(arg)
-    return out + ["--steps", "12" if "--resume" in argv else "6", "--warmup", "1", "--quick"]
 
 
 def test_every_readme_command_runs_as_printed(tmp_path):

@@ -1,0 +1,46 @@
+"""Helpers of the tests that run commands as a user types them (in a fresh process)."""
+
+import subprocess
+import sys
+
+NT = [sys.executable, "-m", "numpy_transformer"]
+
+
+def nt(*args, cwd=None, timeout=300):
+    """Run `python -m numpy_transformer ARGS`; the CompletedProcess (text output)."""
+    return subprocess.run([*NT, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def ok(done):
+    """The command succeeded without a traceback; its standard output."""
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def error(done, status, *words):
+    """The command failed with `status` and a one-line `error: ...` holding every word."""
+    assert done.returncode == status, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert first.startswith("error: ") or ": error: " in first, first
+    for word in words:
+        assert word in first, first
+    return first
+
+
+def shortened(argv):
+    """A README training command (`python -m numpy_transformer train ...`) made short:
+    --steps 6 (12 when resuming), --warmup 1 and --quick; other commands unchanged."""
+    if argv[3] not in ("train", "train-lm"):
+        return argv
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--steps", "--warmup"):
+            skip = True
+        else:
+            out.append(arg)
+    return out + ["--steps", "12" if "--resume" in argv else "6", "--warmup", "1", "--quick"]
