@@ -13,7 +13,7 @@ import numpy as np
 
 from ..gradcheck import gradcheck, perturb
 from ..gradcheck_cases import cases_of, rand
-from .parts import CheckFailed, check
+from .registry import CheckFailed, check
 
 FD = "max rel err ~1e-9 against finite differences (pass <= 1e-7)"
 EXACT = "equal up to rounding, rel err ~1e-15 (pass <= 1e-10)"

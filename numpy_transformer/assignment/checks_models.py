@@ -14,7 +14,7 @@ import numpy as np
 from ..gradcheck import perturb
 from ..gradcheck_cases import cross_inputs, make_mla, padding, rand
 from .checks_layers import EXACT, FD, accumulates, cases_agree
-from .parts import check
+from .registry import check
 
 STACK = "max rel err ~1e-8 on sampled coordinates (pass <= 1e-7)"
 

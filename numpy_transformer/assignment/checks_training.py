@@ -9,7 +9,7 @@ step by step below (a correct update agrees to about 1e-15).
 import numpy as np
 
 from .checks_layers import EXACT, FD, assert_close, gradients_agree, rand, relative_error
-from .parts import CheckFailed, check
+from .registry import CheckFailed, check
 
 
 def loss_module(pkg, loss, targets):
