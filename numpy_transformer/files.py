@@ -6,7 +6,7 @@ import stat
 import tempfile
 from contextlib import contextmanager
 
-from .checks import message
+from .validation import message
 from .errors import InputError
 
 

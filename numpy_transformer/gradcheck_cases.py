@@ -1,7 +1,7 @@
 """The gradient-check cases of every layer and model: one list for all who check gradients.
 
 Used by the tests (tests/test_gradcheck.py runs every case), by the `gradcheck`
-command (selfcheck.py prints a report of every case) and by the assignment
+command (gradcheck_report.py prints a report of every case) and by the assignment
 grader (assignment/checks_*.py run the cases of their `group`). A case builds
 its module and inputs from `pkg`, the package under test (`Package()`: this
 one; the grader passes a student's copy), with random vector parameters
@@ -91,15 +91,15 @@ def attention_module(pkg, dropout=None):
     class ScaledDotProductAttention(pkg.Module):
         def __init__(self):
             super().__init__()
-            self.dropout, self.cache = dropout, None
+            self.dropout, self.saved = dropout, None
 
         def forward(self, q, k, v, mask=None):
             out, attn = attention.scaled_dot_product_attention(q, k, v, mask, self.dropout)
-            self.cache = (q, k, v, attn)
+            self.saved = (q, k, v, attn)
             return out
 
         def backward(self, dout):
-            return attention.scaled_dot_product_attention_backward(dout, *self.forward_cache(),
+            return attention.scaled_dot_product_attention_backward(dout, *self.saved_for_backward(),
                                                                    self.dropout)
 
     return ScaledDotProductAttention()

@@ -21,15 +21,15 @@ With D = 512 and L = 128 the MLA cache is 8x smaller: that is MLA's whole point.
 measures a live cache.
 
 Everything incremental decoding does lives here, bottom-up: one attention layer
-(`cache_entries`, `cached_keys_values`, `extend_cache`, `attend_cached`), one block
+(`cache_entries`, `cached_keys_values`, `extend_cache`, `attention_step`), one block
 (`encoder_block_step`, `decoder_block_step`), whole models (`gpt_step`,
-`transformer_step`, which `GPT.forward_incremental` and
-`Transformer.decode_incremental` call). It is inference only: no dropout, and
+`transformer_step`, which `GPT.forward_step` and
+`Transformer.decode_step` call). It is inference only: no dropout, and
 nothing is kept for a backward.
 """
 
 from .backend import xp
-from .checks import check_float_array, check_positive_int, message
+from .validation import check_float_array, check_positive_int, message
 from .errors import InputError
 from .layers.attention import merge_heads, scaled_dot_product_attention, split_heads
 from .layers.latent_attention import MultiHeadLatentAttention
@@ -43,7 +43,7 @@ class KVCache:
                (MHA: "k", "v" (B, t, D); MLA: "c" (B, t, L)).
     length     positions already fed to the decoder: the next token's position, i.e.
                the row of the positional table it gets.
-    Grown by the models' `decode_incremental` / `forward_incremental`; start empty.
+    Grown by the models' `decode_step` / `forward_step`; start empty.
     """
 
     def __init__(self):
@@ -113,7 +113,7 @@ def extend_cache(attn, entries, k):
             for name in new}
 
 
-def attend_cached(attn, q, entries, mask=None):
+def attention_step(attn, q, entries, mask=None):
     """Attention of new queries q (B, Tq, D) over every cached position:
 
         K, V = cached_keys_values(attn, entries)        (B, Tk, D) each
@@ -134,7 +134,7 @@ def cached_self_attention(attn, layer_cache, mask=None):
     new positions h (B, T_new, D) to layer_cache["self"], then attend over all of them."""
     def sublayer(h):
         layer_cache["self"] = extend_cache(attn, layer_cache.get("self"), h)
-        return attend_cached(attn, h, layer_cache["self"], mask)              # (B, T_new, D)
+        return attention_step(attn, h, layer_cache["self"], mask)              # (B, T_new, D)
     return sublayer
 
 
@@ -163,7 +163,7 @@ def decoder_block_step(block, x, memory, src_mask, layer_cache, tgt_mask=None):
     x = block.sublayers[0].forward(x, cached_self_attention(block.self_attn, layer_cache,
                                                             tgt_mask))
     x = block.sublayers[1].forward(
-        x, lambda h: attend_cached(cross, h, layer_cache["cross"], src_mask))
+        x, lambda h: attention_step(cross, h, layer_cache["cross"], src_mask))
     return block.sublayers[2].forward(x, block.feed_forward.forward)          # (B, T_new, D)
 
 

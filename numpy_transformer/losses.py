@@ -23,7 +23,7 @@ so a batch of pure padding changes nothing. (PyTorch returns NaN there.)
 """
 
 from .backend import xp
-from .checks import check_float_array, check_probability, message
+from .validation import check_float_array, check_probability, message
 from .module import Module
 from .errors import InputError, InputTypeError
 
@@ -35,9 +35,9 @@ class CrossEntropyLoss(Module):
     backward(dloss=1.0)      -> dlogits (..., V), same dtype as logits
     num_tokens               the number of counted tokens N in the last forward
 
-    Cache: the probabilities p (N_all, V) and the targets. `backward` turns p
+    Saved: the probabilities p (N_all, V) and the targets. `backward` turns p
     into the gradient in place (no second (N_all, V) array) and drops the
-    cache, so call `forward` again before the next `backward`.
+    saved state, so call `forward` again before the next `backward`.
     """
 
     def __init__(self, ignore_index=None, label_smoothing=0.0):
@@ -49,7 +49,7 @@ class CrossEntropyLoss(Module):
         check_probability(label_smoothing, "label_smoothing")
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
         self.num_tokens = 0
-        self.cache = None
+        self.saved = None
 
     def _check(self, logits, targets):
         check_float_array(logits, "logits")
@@ -98,16 +98,16 @@ class CrossEntropyLoss(Module):
         loss = float(xp.where(valid, per_token, 0).sum()) / n if n else 0.0
 
         self.num_tokens = n
-        self.cache = (p, t, valid, rows, logits.shape)
+        self.saved = (p, t, valid, rows, logits.shape)
         return loss
 
     def backward(self, dloss=1.0):
         """dlogits = dloss * (p - q) / N on counted rows, 0 on ignored rows."""
-        if self.cache is None:
+        if self.saved is None:
             raise InputError("CrossEntropyLoss.backward: backward called before forward "
                              "(each forward allows one backward)")
-        p, t, valid, rows, shape = self.cache
-        self.cache = None
+        p, t, valid, rows, shape = self.saved
+        self.saved = None
         # BEGIN SOLUTION cross_entropy
         # HINT: dloss (p - q) / N on counted rows, 0 on ignored; q = (1 - eps) onehot(t) + eps / V
         V, eps = shape[-1], self.label_smoothing

@@ -1,7 +1,7 @@
 """Boolean attention masks. True means "may attend"; masks broadcast to (B, H, T_q, T_k)."""
 
 from .backend import xp
-from .checks import check_positive_int, message
+from .validation import check_positive_int, message
 from .errors import InputError, InputTypeError
 
 

@@ -13,7 +13,7 @@ among that many tokens".
 import math
 
 from .backend import to_numpy, xp
-from .checks import check_positive_int, message
+from .validation import check_positive_int, message
 from .data.batching import make_batch
 from .data.bleu import text_bleu
 from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID

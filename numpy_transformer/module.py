@@ -2,7 +2,7 @@
 
 The contract (see docs/design.md):
 - `params` and `grads` are dicts of arrays with the same keys and shapes.
-- `forward(*inputs)` returns the output and keeps in `self.cache` what
+- `forward(*inputs)` returns the output and keeps in `self.saved` what
   `backward` needs.
 - `backward(dout)` returns the gradient of each floating-point array input of
   the last `forward` (a tuple when there are several) and ADDS the parameter
@@ -30,14 +30,14 @@ class Module:
     def __call__(self, *inputs, **kwargs):
         return self.forward(*inputs, **kwargs)
 
-    def forward_cache(self):
-        """`self.cache`, what the last forward kept for backward; a clear InputError
+    def saved_for_backward(self):
+        """`self.saved`, what the last forward kept for backward; a clear InputError
         naming this module when there is none (backward called before forward)."""
-        cache = getattr(self, "cache", None)
-        if cache is None:
+        saved = getattr(self, "saved", None)
+        if saved is None:
             raise InputError(f"{type(self).__name__}.backward: backward called before forward "
                              "(backward undoes the last forward: call forward first)")
-        return cache
+        return saved
 
     # Walking the tree of modules.
 

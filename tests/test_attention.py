@@ -85,12 +85,12 @@ class SDPA(Module):
     """The functional core wrapped as a module, so the checker can test it alone."""
 
     def forward(self, q, k, v, mask=None):
-        self.cache = (q, k, v)
+        self.saved = (q, k, v)
         out, self.attn = scaled_dot_product_attention(q, k, v, mask)
         return out
 
     def backward(self, dout):
-        return scaled_dot_product_attention_backward(dout, *self.cache, self.attn)
+        return scaled_dot_product_attention_backward(dout, *self.saved, self.attn)
 
 
 @pytest.mark.parametrize("mask", [None, fully_masked_row_mask()], ids=["none", "masked"])

@@ -1,7 +1,7 @@
 """The bad-input matrix: every public entry point refuses wrong input with a clear error.
 
 Each row is (what, call, error type, words the message must contain). The message format
-lives in one place, `numpy_transformer.checks.message`: "NAME: expected WHAT, got VALUE".
+lives in one place, `numpy_transformer.validation.message`: "NAME: expected WHAT, got VALUE".
 The command line's bad inputs are in tests/test_cli.py.
 """
 

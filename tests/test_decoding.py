@@ -179,7 +179,7 @@ def test_length_limits():
     with pytest.raises(ValueError, match="max_new_tokens: expected at most"):
         sample(lm, np.full((1, 15), 5), 7)
     with pytest.raises(ValueError, match="tokens: expected at most max_len=20 positions"):
-        lm.forward_incremental(np.full((1, 21), 5), KVCache())
+        lm.forward_step(np.full((1, 21), 5), KVCache())
 
 
 # Sampling.

@@ -15,7 +15,7 @@ class ForgetsBias(Linear):
     """Wrong on purpose: never adds the bias gradient."""
 
     def backward(self, dy):
-        x, W = self.cache, self.params["weight"]
+        x, W = self.saved, self.params["weight"]
         self.grads["weight"] += x.reshape(-1, self.in_features).T @ dy.reshape(-1, self.out_features)
         return dy @ W.T
 
@@ -32,11 +32,11 @@ class Product(Module):
     """f(a, b) = a * b, to check that an array passed twice gets both gradients."""
 
     def forward(self, a, b):
-        self.cache = (a, b)
+        self.saved = (a, b)
         return a * b
 
     def backward(self, dy):
-        a, b = self.cache
+        a, b = self.saved
         return dy * b, dy * a
 
 

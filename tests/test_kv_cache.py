@@ -8,7 +8,7 @@ import pytest
 
 from numpy_transformer.backend import default_dtype
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
-from numpy_transformer.kv_cache import KVCache, attend_cached, extend_cache, kv_cache_bytes
+from numpy_transformer.kv_cache import KVCache, attention_step, extend_cache, kv_cache_bytes
 from numpy_transformer.layers.attention import MultiHeadAttention
 from numpy_transformer.layers.latent_attention import MultiHeadLatentAttention
 from numpy_transformer.masks import make_causal_mask, make_padding_mask
@@ -58,12 +58,12 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
     for t in range(5):
         h = x[:, t:t + 1]
         entries = extend_cache(layer, entries, h)
-        rows.append(attend_cached(layer, h, entries))
+        rows.append(attention_step(layer, h, entries))
     np.testing.assert_allclose(np.concatenate(rows, axis=1), full, rtol=0, atol=1e-12)
     shapes = {name: a.shape for name, a in entries.items()}
     assert shapes == ({"c": (2, 5, 3)} if "c" in entries else {"k": (2, 5, 8), "v": (2, 5, 8)})
     pad = np.array([True, True, False, True])[None, None, None, :]
-    np.testing.assert_allclose(attend_cached(layer, x, extend_cache(layer, None, mem), pad),
+    np.testing.assert_allclose(attention_step(layer, x, extend_cache(layer, None, mem), pad),
                                layer.forward(x, mem, mem, pad), rtol=0, atol=1e-12)
 
 
@@ -78,7 +78,7 @@ def test_cached_transformer_logits_equal_uncached(attention, norm_first, dtype, 
     full = model.project(model.decode(memory, src_mask, tgt, make_causal_mask(8)))   # (B, T, V)
     cache = KVCache()
     chunks = [tgt[:, :3]] + [tgt[:, t:t + 1] for t in range(3, 8)]   # a prefill, then steps
-    steps = np.concatenate([model.project(model.decode_incremental(memory, src_mask, c, cache))
+    steps = np.concatenate([model.project(model.decode_step(memory, src_mask, c, cache))
                             for c in chunks], axis=1)
     assert steps.dtype == np.dtype(dtype) and cache.length == 8
     np.testing.assert_allclose(steps, full, rtol=0, atol=tol * np.abs(full).max())
@@ -92,8 +92,8 @@ def test_cached_gpt_logits_equal_uncached(attention, norm_first, dtype, tol):
     ids = np.random.default_rng(6).integers(1, 17, (2, 9))
     full = model.forward(ids)
     cache = KVCache()
-    steps = np.concatenate([model.forward_incremental(ids[:, :4], cache)]
-                           + [model.forward_incremental(ids[:, t:t + 1], cache)
+    steps = np.concatenate([model.forward_step(ids[:, :4], cache)]
+                           + [model.forward_step(ids[:, t:t + 1], cache)
                               for t in range(4, 9)], axis=1)
     np.testing.assert_allclose(steps, full, rtol=0, atol=tol * np.abs(full).max())
 

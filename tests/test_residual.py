@@ -34,11 +34,11 @@ class TwoInputs(Module):
         self.grads = {"weight": np.zeros((D, D))}
 
     def forward(self, a, b):
-        self.cache = a
+        self.saved = a
         return a @ self.params["weight"] + b
 
     def backward(self, dy):
-        a = self.cache
+        a = self.saved
         self.grads["weight"] += a.reshape(-1, a.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
         return dy @ self.params["weight"].T, dy
 

@@ -7,7 +7,7 @@
 
 import os
 
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from .load import load_checkpoint
 

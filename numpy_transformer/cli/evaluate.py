@@ -7,7 +7,7 @@
 import numpy as np
 
 from ..checkpoint import load_run
-from ..checks import message
+from ..validation import message
 from ..data import UNK_ID, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError

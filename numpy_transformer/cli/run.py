@@ -14,7 +14,7 @@ import os
 from functools import partial
 
 from ..checkpoint import KINDS, load_checkpoint, run_kind
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from ..sizes import check_fits, training_bytes
 from ..training import TrainConfig, Trainer

@@ -33,7 +33,7 @@ def add_parsers(commands):
 
 
 def run_gradcheck(args):
-    from ..selfcheck import run_report
+    from ..gradcheck_report import run_report
     return 0 if run_report(models=not args.layers_only, seed=args.seed) else 1
 
 

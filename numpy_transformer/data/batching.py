@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_numpy, xp
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from ..masks import make_decoder_mask, make_padding_mask
 from .tokenizers import BOS_ID, EOS_ID, PAD_ID
 from ..errors import InputError, InputTypeError

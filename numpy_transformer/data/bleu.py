@@ -29,7 +29,7 @@ import math
 import re
 from collections import Counter
 
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
 
 

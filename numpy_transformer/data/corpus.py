@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from .batching import encode_pairs
 from .loaders import load_parallel, load_text, load_tsv, split_text

@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass
 
 from .. import __version__
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from ..files import atomic_write
 

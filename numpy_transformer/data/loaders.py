@@ -16,7 +16,7 @@ inside a sentence cannot shift a parallel corpus out of alignment.
 
 from pathlib import Path
 
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
 from ..files import check_regular_file
 

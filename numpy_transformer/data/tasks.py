@@ -28,7 +28,7 @@ import zlib
 
 import numpy as np
 
-from ..checks import check_choice, check_positive_int, message
+from ..validation import check_choice, check_positive_int, message
 from .dates import DATE_FORMATS, MAX_YEAR, MIN_YEAR, date_alphabet, format_date, random_date
 from .tokenizers import CharTokenizer
 from ..errors import InputError, InputTypeError

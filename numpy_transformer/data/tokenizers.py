@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..backend import to_numpy
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3

@@ -2,7 +2,7 @@
 
 from contextlib import contextmanager
 
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from ..kv_cache import KVCache
 

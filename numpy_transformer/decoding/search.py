@@ -8,7 +8,7 @@ package's docstring for the shared step and the KV cache.
 """
 
 from ..backend import to_numpy, xp
-from ..checks import check_ids, check_positive_int, message
+from ..validation import check_ids, check_positive_int, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import log_softmax
 from ..masks import make_causal_mask, make_padding_mask
@@ -43,7 +43,7 @@ def _next_logits(model, memory, src_mask, out, cache):
     if cache is None:
         h = model.decode(memory, src_mask, out, make_causal_mask(out.shape[1]))  # (B, t, D)
     else:
-        h = model.decode_incremental(memory, src_mask, out[:, cache.length:], cache)
+        h = model.decode_step(memory, src_mask, out[:, cache.length:], cache)
     return model.project(h[:, -1:])[:, 0]                                       # (B, V)
 
 

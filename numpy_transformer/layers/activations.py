@@ -10,7 +10,7 @@ class ReLU(Module):
     """y = max(x, 0), computed as x * (x > 0).
 
     Backward: dx = dy where x > 0, else 0 (we take the derivative at 0 to be 0).
-    Cache: the boolean mask x > 0.
+    Saved: the boolean mask x > 0.
     inplace=True: forward overwrites x with y and backward overwrites dy with dx,
     saving two arrays of x's size; only for a caller that owns both and needs
     neither afterwards (FeedForward: its hidden layer).
@@ -19,14 +19,14 @@ class ReLU(Module):
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
-        self.cache = None
+        self.saved = None
 
     def forward(self, x):
-        self.cache = x > 0
-        return xp.multiply(x, self.cache, out=x if self.inplace else None)
+        self.saved = x > 0
+        return xp.multiply(x, self.saved, out=x if self.inplace else None)
 
     def backward(self, dy):
-        positive = self.forward_cache()
+        positive = self.saved_for_backward()
         return xp.multiply(dy, positive, out=dy if self.inplace else None)
 
 
@@ -37,7 +37,7 @@ class GELU(Module):
 
     Backward, with t = tanh(u):
         dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)
-    Cache: x and t.
+    Saved: x and t.
     """
 
     C = math.sqrt(2.0 / math.pi)
@@ -45,14 +45,14 @@ class GELU(Module):
 
     def __init__(self):
         super().__init__()
-        self.cache = None
+        self.saved = None
 
     def forward(self, x):
         t = xp.tanh(self.C * (x + self.A * x**3))
-        self.cache = (x, t)
+        self.saved = (x, t)
         return 0.5 * x * (1.0 + t)
 
     def backward(self, dy):
-        x, t = self.forward_cache()
+        x, t = self.saved_for_backward()
         du_dx = self.C * (1.0 + 3.0 * self.A * x**2)
         return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)

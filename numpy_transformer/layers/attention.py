@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..checks import check_float_array, check_mask, check_positive_int, message
+from ..validation import check_float_array, check_mask, check_positive_int, message
 from ..module import Module
 from .dropout import Dropout
 from .linear import Linear
@@ -56,7 +56,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     Shapes: q (B, H, Tq, Dh), k and v (B, H, Tk, Dh), mask boolean broadcastable to
         (B, H, Tq, Tk) with True = may attend; O (B, H, Tq, Dh), A (B, H, Tq, Tk).
     Returns (O, A), A before dropout (rows sum to 1, or 0 when fully masked).
-    Cache: none kept here; the caller keeps q, k, v and A for the backward, and the
+    Saved: none kept here; the caller keeps q, k, v and A for the backward, and the
         `Dropout` module keeps its own mask (A' is recomputed from A and that mask).
     """
     scores = q @ k.swapaxes(-1, -2)                                 # (B, H, Tq, Tk)
@@ -102,7 +102,7 @@ class MultiHeadAttentionBase(Module):
         then the subclass's `project_backward`. Always returns (dq, dk, dv), even
         when q is k is v (self-attention): the caller adds them up.
     Shapes: q (B, Tq, D), k and v (B, Tk, D), mask broadcastable to (B, H, Tq, Tk), y (B, Tq, D).
-    Cache: Q, K, V split into heads (B, H, T, Dh); `attn_weights` A (B, H, Tq, Tk),
+    Saved: Q, K, V split into heads (B, H, T, Dh); `attn_weights` A (B, H, Tq, Tk),
         kept for backward and for plotting attention maps.
     A subclass builds `w_q`, `w_o`, `dropout` and its key/value projections, and defines
         project(q, k, v) -> (Q, K, V) and project_backward(dQ, dK, dV) -> (dq, dk, dv).
@@ -118,7 +118,7 @@ class MultiHeadAttentionBase(Module):
                                      f"d_model={d_model}, which is not divisible by {num_heads}"))
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.attn_weights = None
-        self.cache = None
+        self.saved = None
 
     def check_inputs(self, q, k, v, mask):
         """Raise a clear ValueError/TypeError for mis-shaped or mismatched inputs."""
@@ -143,13 +143,13 @@ class MultiHeadAttentionBase(Module):
         qh, kh, vh = split_heads(Q, H), split_heads(K, H), split_heads(V, H)   # (B, H, T, Dh)
         out, self.attn_weights = scaled_dot_product_attention(
             qh, kh, vh, mask, self.dropout)         # (B, H, Tq, Dh), (B, H, Tq, Tk)
-        self.cache = (qh, kh, vh)
+        self.saved = (qh, kh, vh)
         return self.w_o.forward(merge_heads(out))   # (B, Tq, D)
 
     def backward(self, dout):
         # BEGIN SOLUTION multihead_attention
         # HINT: w_o backward, split heads, attention backward, merge heads, then project_backward
-        qh, kh, vh = self.forward_cache()
+        qh, kh, vh = self.saved_for_backward()
         # y = merge_heads(O) W_o + b_o
         dheads = split_heads(self.w_o.backward(dout), self.num_heads)        # (B, H, Tq, Dh)
         # O = attention(Qh, Kh, Vh)
@@ -170,7 +170,7 @@ class MultiHeadAttention(MultiHeadAttentionBase):
     Shapes: q (B, Tq, D), k and v (B, Tk, D), mask boolean broadcastable to
         (B, H, Tq, Tk) with True = may attend, y (B, Tq, D).
     Returns from backward: (dq, dk, dv), always three; for self-attention the caller sums.
-    Cache: the heads Qh, Kh, Vh and the weights `attn_weights` (B, H, Tq, Tk); each Linear
+    Saved: the heads Qh, Kh, Vh and the weights `attn_weights` (B, H, Tq, Tk); each Linear
         keeps its own input, the attention Dropout its mask.
     Children: w_q, w_k, w_v, w_o (Linear, weights (D, D)) and dropout (on the weights).
     Note: b_k adds q . b_k to a whole row of scores, which softmax ignores, so its

@@ -3,10 +3,10 @@
 import numpy as np
 
 from ..backend import xp
-from ..checks import check_probability
+from ..validation import check_probability
 from ..module import Module
 
-OFF = "off"     # what `cache` holds after a forward that dropped nothing (eval mode, or p = 0)
+OFF = "off"     # what `saved` holds after a forward that dropped nothing (eval mode, or p = 0)
 
 
 class Dropout(Module):
@@ -14,7 +14,7 @@ class Dropout(Module):
 
     Dividing by (1 - p) at training time keeps E[y] = x, so nothing changes at test time.
     Backward: dx = dy * m / (1 - p), with the same mask m.
-    Cache: the scaled mask m / (1 - p), or OFF when dropout is off (eval mode or p = 0).
+    Saved: the scaled mask m / (1 - p), or OFF when dropout is off (eval mode or p = 0).
     `frozen = True` (set by the gradient checker) reuses the last mask instead of
     drawing a new one, so that repeated forwards compute the same function.
     """
@@ -25,22 +25,22 @@ class Dropout(Module):
         self.p = p
         self.rng = rng if rng is not None else np.random.default_rng()
         self.frozen = False
-        self.cache = None
+        self.saved = None
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
-            self.cache = OFF
+            self.saved = OFF
             return x
-        mask = self.cache
+        mask = self.saved
         if not (self.frozen and hasattr(mask, "shape") and mask.shape == x.shape):
             keep = self.rng.random(x.shape, dtype="float32") >= self.p    # drawn on the CPU: one seed, one mask
             mask = xp.asarray(keep, dtype=x.dtype)                         # 1.0 kept, 0.0 dropped
             mask /= x.dtype.type(1.0 - self.p)
-        self.cache = mask
+        self.saved = mask
         return x * mask
 
     def backward(self, dy):
-        mask = self.forward_cache()
+        mask = self.saved_for_backward()
         return dy if mask is OFF else dy * mask
 
     def reapply(self, x):
@@ -49,5 +49,5 @@ class Dropout(Module):
         For a caller that recomputes this dropout's output when it needs it rather
         than keeping it (attention, whose weights A' = dropout(A) are as big as A).
         """
-        mask = self.forward_cache()
+        mask = self.saved_for_backward()
         return x if mask is OFF else x * mask

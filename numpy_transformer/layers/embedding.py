@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..backend import get_default_dtype, xp
-from ..checks import check_ids, check_positive_int
+from ..validation import check_ids, check_positive_int
 from ..module import Module
 
 
@@ -21,7 +21,7 @@ class Embedding(Module):
             dW[v] = s * sum over {(b, t): ids[b, t] = v} of dy[b, t],   s = sqrt(D) or 1
         A token that occurs twice gets both contributions. There is no gradient
         for the ids (they are integers), so backward returns None.
-    Cache: ids.
+    Saved: ids.
     Init: W ~ Normal(0, 1/D), so that W * sqrt(D) has unit-variance entries (the
         amplitude of the positional encodings) and W itself is a well-scaled output
         projection when the embedding is tied to the pre-softmax linear layer.
@@ -36,7 +36,7 @@ class Embedding(Module):
         W = rng.normal(0.0, d_model**-0.5, (vocab_size, d_model))
         self.params = {"weight": xp.asarray(W, dtype=get_default_dtype())}
         self.grads = {"weight": xp.zeros_like(self.params["weight"])}
-        self.cache = None
+        self.saved = None
 
     @property
     def multiplier(self):
@@ -49,7 +49,7 @@ class Embedding(Module):
 
     def lookup(self, ids):
         """`forward` without the check of the ids, for a model that checked them already."""
-        self.cache = ids
+        self.saved = ids
         y = self.params["weight"][ids]                    # (B, T, D), a fresh copy
         if self.scale:
             y *= self.multiplier
@@ -64,7 +64,7 @@ class Embedding(Module):
         """
         # BEGIN SOLUTION embedding
         # HINT: ADD multiplier * dy[b, t] to row ids[b, t] of grads["weight"], once per occurrence
-        ids, D = self.forward_cache(), self.d_model
+        ids, D = self.saved_for_backward(), self.d_model
         flat = ids.reshape(-1)                            # (N,)   N = B*T
         dy2 = dy.reshape(-1, D)                           # (N, D)
         order = xp.argsort(flat)                          # (N,)

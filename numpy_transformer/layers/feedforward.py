@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..checks import check_choice, check_float_array, check_positive_int, check_probability
+from ..validation import check_choice, check_float_array, check_positive_int, check_probability
 from ..module import Module
 from .activations import GELU, ReLU
 from .dropout import Dropout
@@ -22,7 +22,7 @@ class FeedForward(Module):
     Backward: the children's backward in reverse order:
         dh = linear_2.backward(dy); dh = dropout.backward(dh)
         dh = activation.backward(dh); dx = linear_1.backward(dh)
-    Cache: none here; each child keeps its own.
+    Saved: none here; each child keeps its own.
     """
 
     def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", *, rng=None):

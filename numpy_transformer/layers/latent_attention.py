@@ -20,7 +20,7 @@ this teaching version keeps only the key/value compression.)
 import numpy as np
 
 from ..backend import xp
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from .attention import MultiHeadAttentionBase
 from .dropout import Dropout
 from .linear import Linear
@@ -43,7 +43,7 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
     Shapes: q (B, Tq, D), k (B, Tk, D), c (B, Tk, L), mask broadcastable to (B, H, Tq, Tk).
     `v` must be the very same array as `k` (pass `mla(x, mem, mem, mask)`), so that
         the interface matches MultiHeadAttention; backward returns (dq, dk, zeros).
-    Cache: as MultiHeadAttention (heads, `attn_weights`); each Linear keeps its input,
+    Saved: as MultiHeadAttention (heads, `attn_weights`); each Linear keeps its input,
         so w_k_decompress and w_v_decompress both hold c.
     Children: w_q, w_kv_compress, w_k_decompress, w_v_decompress, w_o, dropout.
     latent_dim: L, default max(1, d_model // 4). bias: for every projection (default False).

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..backend import get_default_dtype, xp
-from ..checks import check_float_array
+from ..validation import check_float_array
 from ..module import Module
 from . import fast
 
@@ -14,7 +14,7 @@ class Linear(Module):
     Shapes: x (..., D_in), W (D_in, D_out), b (D_out,), y (..., D_out)
     Backward: with x and dy flattened to (N, D_in) and (N, D_out), N = all leading dims,
         dx = dy W^T        dW = x^T dy        db = sum over N of dy
-    Cache: x, needed for dW.
+    Saved: x, needed for dW.
     Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
     `transposed` (TiedLinear): the parameter array holds W^T, shape (D_out, D_in),
         so its gradient is dW^T = dy^T x.
@@ -33,7 +33,7 @@ class Linear(Module):
         if bias:
             self.params["bias"] = xp.zeros(out_features, dtype=dtype)
         self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
-        self.cache = None
+        self.saved = None
 
     def matrix(self):
         """W, shape (D_in, D_out): the parameter itself, or a view of its transpose."""
@@ -42,7 +42,7 @@ class Linear(Module):
 
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
-        self.cache = x
+        self.saved = x
         # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
         # otherwise run one small matmul per batch row, 1.5-2.5x slower.
         y = x.reshape(-1, self.in_features) @ self.matrix()             # (N, D_out)
@@ -53,7 +53,7 @@ class Linear(Module):
     def backward(self, dy):
         # BEGIN SOLUTION linear
         # HINT: ADD x^T dy (or its transpose, when transposed) and sum(dy) into grads; dy W^T
-        x = self.forward_cache()
+        x = self.saved_for_backward()
         x2 = x.reshape(-1, self.in_features)              # (N, D_in)
         dy2 = dy.reshape(-1, self.out_features)           # (N, D_out)
         if self.transposed:
@@ -74,7 +74,7 @@ class TiedLinear(Linear):
     Shapes: x (..., D), E (V, D), b (V,), y (..., V)
     Backward: dx = dy E, dE += dy^T x (added into the embedding's own gradient
     array, so the embedding and the projection accumulate into one place), db = sum dy.
-    Cache: x.
+    Saved: x.
     """
 
     transposed = True
@@ -89,4 +89,4 @@ class TiedLinear(Linear):
         if bias:
             self.params["bias"] = xp.zeros(E.shape[0], dtype=E.dtype)
             self.grads["bias"] = xp.zeros_like(self.params["bias"])
-        self.cache = None
+        self.saved = None

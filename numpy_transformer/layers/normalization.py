@@ -1,7 +1,7 @@
 """Layer normalization over the last axis (Ba, Kiros & Hinton, 2016)."""
 
 from ..backend import get_default_dtype, xp
-from ..checks import check_float_array, check_positive_int, message
+from ..validation import check_float_array, check_positive_int, message
 from ..module import Module
 from ..errors import InputError, InputTypeError
 from . import fast
@@ -20,7 +20,7 @@ class LayerNorm(Module):
         dxhat_j/dx_k = r (delta_jk - 1/D) - xhat_j * r * xhat_k / D
     since d mu/dx_k = 1/D and dr/dx_k = -r^3 (x_k - mu)/D = -r^2 xhat_k / D. Hence
         dx_k = sum_j g_j dxhat_j/dx_k = r (g_k - mean(g) - xhat_k mean(g * xhat)).
-    Cache: xhat and r = 1/sigma, all the backward needs.
+    Saved: xhat and r = 1/sigma, all the backward needs.
     Init: gamma = 1, beta = 0 (the identity after normalizing).
     """
 
@@ -36,7 +36,7 @@ class LayerNorm(Module):
         self.params = {"gamma": xp.ones(d_model, dtype=dtype),
                        "beta": xp.zeros(d_model, dtype=dtype)}
         self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
-        self.cache = None
+        self.saved = None
 
     def forward(self, x):
         check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
@@ -45,7 +45,7 @@ class LayerNorm(Module):
         var = fast.mean(xc**2, axis=-1, keepdims=True)            # (..., 1) biased variance
         r = 1.0 / xp.sqrt(var + self.eps)                         # (..., 1) 1 / sigma
         xhat = xc * r                                             # (..., D)
-        self.cache = (xhat, r)
+        self.saved = (xhat, r)
         y = self.params["gamma"] * xhat                           # (..., D)
         y += self.params["beta"]
         return y
@@ -53,7 +53,7 @@ class LayerNorm(Module):
     def backward(self, dy):
         # BEGIN SOLUTION layernorm
         # HINT: ADD the gamma, beta grads; dx = r (g - mean(g) - xhat mean(g xhat)), g = dy gamma
-        xhat, r = self.forward_cache()
+        xhat, r = self.saved_for_backward()
         D = self.d_model
         # y = gamma * xhat + beta: sums over every leading dim
         self.grads["gamma"] += fast.sum((dy * xhat).reshape(-1, D), axis=0)   # (D,)

@@ -3,7 +3,7 @@
 import math
 
 from ..backend import get_default_dtype, xp
-from ..checks import check_float_array, check_positive_int, check_probability, message
+from ..validation import check_float_array, check_positive_int, check_probability, message
 from ..module import Module
 from .dropout import Dropout
 from ..errors import InputError
@@ -34,7 +34,7 @@ class PositionalEncoding(Module):
 
     Shapes: x (B, T, D), PE (max_len, D), y (B, T, D); needs T <= max_len.
     Backward: the table is a constant (not a parameter), so dx = Dropout backward of dy.
-    Cache: none here; the child `dropout` keeps its mask.
+    Saved: none here; the child `dropout` keeps its mask.
     """
 
     def __init__(self, d_model, max_len=5000, dropout=0.0, *, rng=None):

@@ -1,6 +1,6 @@
 """Residual connection around a sublayer, with layer norm after (paper) or before."""
 
-from ..checks import check_float_array, check_probability
+from ..validation import check_float_array, check_probability
 from ..module import Module
 from .dropout import Dropout
 from .normalization import LayerNorm
@@ -28,7 +28,7 @@ class SublayerConnection(Module):
     Backward: x feeds two paths, the identity and the sublayer, so their gradients add:
         post-norm: dz = norm.backward(dy);  dx = dz + sublayer_backward(dropout.backward(dz))
         pre-norm:  dx = dy + norm.backward(sublayer_backward(dropout.backward(dy)))
-    Cache: none here; norm, dropout and the sublayer keep their own.
+    Saved: none here; norm, dropout and the sublayer keep their own.
     """
 
     def __init__(self, d_model, dropout=0.0, norm_first=False, *, rng=None):

@@ -67,20 +67,20 @@ def log_softmax_backward(dz, z, axis=-1):
 class Softmax(Module):
     """Softmax as a module (used by lessons and the gradient checker).
 
-    Cache: the output p, all the backward needs.
+    Saved: the output p, all the backward needs.
     """
 
     def __init__(self, axis=-1):
         super().__init__()
         self.axis = axis
-        self.cache = None
+        self.saved = None
 
     def forward(self, x, mask=None):
-        self.cache = softmax(x, self.axis, mask)
-        return self.cache
+        self.saved = softmax(x, self.axis, mask)
+        return self.saved
 
     def backward(self, dp):
-        return softmax_backward(dp, self.forward_cache(), self.axis)
+        return softmax_backward(dp, self.saved_for_backward(), self.axis)
 
 
 class LogSoftmax(Module):
@@ -89,11 +89,11 @@ class LogSoftmax(Module):
     def __init__(self, axis=-1):
         super().__init__()
         self.axis = axis
-        self.cache = None
+        self.saved = None
 
     def forward(self, x):
-        self.cache = log_softmax(x, self.axis)
-        return self.cache
+        self.saved = log_softmax(x, self.axis)
+        return self.saved
 
     def backward(self, dz):
-        return log_softmax_backward(dz, self.forward_cache(), self.axis)
+        return log_softmax_backward(dz, self.saved_for_backward(), self.axis)

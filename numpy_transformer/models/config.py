@@ -11,7 +11,7 @@ must be and what it is, instead of failing later deep inside a layer:
 import numbers
 from dataclasses import asdict, dataclass
 
-from ..checks import check_choice, check_positive_int, check_probability, message
+from ..validation import check_choice, check_positive_int, check_probability, message
 from ..errors import InputError, InputTypeError
 
 ATTENTION_KINDS = ("mha", "mla")

@@ -15,7 +15,7 @@ from with `numpy_transformer.decoding.sample`.
 import numpy as np
 
 from .. import kv_cache
-from ..checks import check_ids, message
+from ..validation import check_ids, message
 from ..errors import InputError
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -37,7 +37,7 @@ class GPT(Module):
     Backward: the same path in reverse: projection, final norm, blocks in reverse
         order, positional dropout, embedding (the tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
-    Cache: the logits' shape, to check `backward`'s input; every child keeps its own.
+    Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only),
         output_projection.
     """
@@ -57,7 +57,7 @@ class GPT(Module):
         else:
             self.output_projection = Linear(c.d_model, c.vocab_size, rng=rng)
         xavier_uniform_(self, rng)
-        self.cache = None
+        self.saved = None
 
     def forward(self, ids, mask=None):
         """Logits (B, T, V); mask None means causal (1, 1, T, T)."""
@@ -74,7 +74,7 @@ class GPT(Module):
         if self.norm is not None:
             x = self.norm.forward(x)
         logits = self.output_projection.forward(x)                           # (B, T, V)
-        self.cache = tuple(logits.shape)
+        self.saved = tuple(logits.shape)
         return logits
 
     def backward(self, dlogits):
@@ -88,7 +88,7 @@ class GPT(Module):
         self.embed.backward(self.pos.backward(dx))
         return None
 
-    def forward_incremental(self, ids, cache):
+    def forward_step(self, ids, cache):
         """Logits (B, T_new, V) for NEW tokens ids (B, T_new) only, using a KVCache.
 
         Inference only. The tokens continue the ones already in `cache`: they get

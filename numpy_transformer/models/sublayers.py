@@ -1,6 +1,6 @@
 """The attention sublayers of the blocks: which attention to build, and self-attention's backward."""
 
-from ..checks import check_choice
+from ..validation import check_choice
 from ..layers.attention import MultiHeadAttention
 from ..layers.latent_attention import MultiHeadLatentAttention
 from .config import ATTENTION_KINDS

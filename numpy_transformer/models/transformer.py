@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import kv_cache
 from ..backend import xp
-from ..checks import check_ids, message
+from ..validation import check_ids, message
 from ..errors import InputError
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -28,7 +28,7 @@ def xavier_uniform_(module, rng):
 def check_output_gradient(model, dout):
     """dout must have the shape of the last forward's output (InputError naming the model:
     "backward called before forward" when there was none)."""
-    shape = model.forward_cache()
+    shape = model.saved_for_backward()
     if tuple(getattr(dout, "shape", ())) != shape:
         raise InputError(message(f"{type(model).__name__}.backward: dlogits",
                                  f"shape {shape} (that of the logits)",
@@ -46,8 +46,8 @@ class Transformer(Module):
     returns d memory, summed over its blocks' cross-attentions), target
     embedding; then encoder and source embedding from d memory.
     Token ids are checked once, at each public method (forward, encode, decode,
-    decode_incremental); the private `_encode` / `_decode` trust them.
-    Cache: the logits' shape, to check `backward`'s input; every child keeps its own.
+    decode_step); the private `_encode` / `_decode` trust them.
+    Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: src_embed, tgt_embed, src_pos, tgt_pos, encoder, decoder, output_projection.
     """
 
@@ -68,7 +68,7 @@ class Transformer(Module):
         else:
             self.output_projection = Linear(c.d_model, c.tgt_vocab_size, rng=rng)
         xavier_uniform_(self, rng)
-        self.cache = None
+        self.saved = None
 
     def check_tgt(self, tgt, memory, name="tgt"):
         check_ids(tgt, name, self.config.tgt_vocab_size, ndim=2)
@@ -94,7 +94,7 @@ class Transformer(Module):
         y = self.tgt_pos.forward(self.tgt_embed.lookup(tgt))                  # (B, T, D)
         return self.decoder.forward(y, memory, src_mask, tgt_mask)            # (B, T, D)
 
-    def decode_incremental(self, memory, src_mask, tgt, cache):
+    def decode_step(self, memory, src_mask, tgt, cache):
         """Decoder output (B, T_new, D) for the NEW target tokens tgt (B, T_new) only.
 
         Inference only. The tokens continue the ones already fed into `cache` (a
@@ -125,7 +125,7 @@ class Transformer(Module):
             tgt_mask = make_decoder_mask(tgt_in, self.config.pad_id)          # (B, 1, T, T)
         memory = self._encode(src, src_mask)                                  # (B, S, D)
         logits = self.project(self._decode(memory, src_mask, tgt_in, tgt_mask))  # (B, T, V)
-        self.cache = tuple(logits.shape)
+        self.saved = tuple(logits.shape)
         return logits
 
     def backward(self, dlogits):

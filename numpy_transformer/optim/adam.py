@@ -21,7 +21,7 @@ the gradient, so weights with large gradients are barely decayed. AdamW
 import math
 
 from ..backend import xp
-from ..checks import message
+from ..validation import message
 from .base import Optimizer, check_nonnegative, check_positive, check_unit_interval
 from ..errors import InputTypeError
 

@@ -25,7 +25,7 @@ import numbers
 
 
 from ..backend import to_numpy, xp
-from ..checks import message
+from ..validation import message
 from ..errors import InputError, InputTypeError
 
 

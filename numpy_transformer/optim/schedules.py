@@ -13,7 +13,7 @@ schedule too: nothing else to save.
 
 import math
 
-from ..checks import message
+from ..validation import message
 from ..errors import InputError, InputTypeError
 from .base import check_integer, check_nonnegative, check_positive
 

@@ -12,7 +12,7 @@ With mu = 0 this is plain gradient descent, p <- p - lr * (g + wd * p).
 """
 
 from ..backend import xp
-from ..checks import message
+from ..validation import message
 from .base import Optimizer, check_nonnegative, check_positive
 from ..errors import InputError, InputTypeError
 

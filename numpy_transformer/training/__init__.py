@@ -1,6 +1,7 @@
 """Training: the loop (loop.py), its settings (config.py), the batch streams it draws
 from (streams.py), what a run keeps besides weights (state.py), the run folder it
-writes (run_folder.py) and how it stops cleanly (signals.py).
+writes (run_folder.py), how it stops cleanly (signals.py), and data-parallel training
+under MPI (distributed.py, mpi_world.py; thread_ranks.py runs ranks as threads).
 
     from numpy_transformer.training import PairStream, TrainConfig, Trainer
     trainer = Trainer(model, PairStream.from_task(task, tok, 64), TrainConfig(steps=3000),
@@ -10,10 +11,11 @@ writes (run_folder.py) and how it stops cleanly (signals.py).
 
 from ..errors import TrainingDiverged
 from .config import TrainConfig
+from .distributed import DataParallelTrainer
 from .loop import Trainer, TrainResult
 from .run_folder import RunFolder
 from .state import History
 from .streams import PairStream, TextStream
 
 __all__ = ["Trainer", "TrainResult", "TrainConfig", "TrainingDiverged", "PairStream",
-           "TextStream", "History", "RunFolder"]
+           "TextStream", "History", "RunFolder", "DataParallelTrainer"]

@@ -8,7 +8,7 @@ the last few hundred steps polish the accuracy.
 
 from dataclasses import dataclass
 
-from ..checks import check_choice, check_positive_int, check_probability, message
+from ..validation import check_choice, check_positive_int, check_probability, message
 from ..optim import NoamSchedule, WarmupCosineSchedule
 from ..optim.base import check_nonnegative, check_positive
 from ..errors import InputError

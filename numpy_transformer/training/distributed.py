@@ -38,7 +38,7 @@ import time
 from dataclasses import replace
 
 from ..backend import get_backend, xp
-from ..checks import message
+from ..validation import message
 from ..errors import InputError, TrainingDiverged
 from .config import TrainConfig
 from .loop import Trainer

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..backend import xp
 from ..checkpoint import load_checkpoint, save_checkpoint
-from ..checks import message
+from ..validation import message
 from ..errors import InputError, TrainingDiverged
 from ..losses import CrossEntropyLoss
 from ..metrics import format_metrics

@@ -18,7 +18,7 @@ import glob
 import json
 import os
 
-from ..checks import message
+from ..validation import message
 from ..errors import InputError
 from ..files import atomic_write
 

@@ -20,7 +20,7 @@ would have seen.
 
 import numpy as np
 
-from ..checks import check_positive_int, message
+from ..validation import check_positive_int, message
 from ..data.batching import batches, encode_pairs, lm_batch
 from ..errors import InputError
 
