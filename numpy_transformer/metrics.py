@@ -13,7 +13,7 @@ among that many tokens".
 import math
 
 from .backend import to_numpy, xp
-from .validation import check_positive_int, message
+from .validation import check_aligned, check_positive_int, message
 from .data.batching import make_batch
 from .data.bleu import text_bleu
 from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID
@@ -24,13 +24,7 @@ _END = object()     # the end-of-sequence position, compared like a token
 
 
 def _check_pairs(predictions, references):
-    predictions, references = list(predictions), list(references)
-    if len(predictions) != len(references):
-        raise InputError(message("references", f"{len(predictions)} sequences (one per "
-                                 "prediction)", len(references)))
-    if not predictions:
-        raise InputError(message("predictions", "at least one sequence", "an empty list"))
-    return predictions, references
+    return check_aligned(predictions, references, "predictions", "prediction")
 
 
 def sequence_accuracy(predictions, references):

@@ -83,3 +83,14 @@ def check_probability(value, name):
 def check_choice(value, name, choices):
     if value not in choices:
         raise InputError(message(name, f"one of {tuple(choices)}", repr(value)))
+
+
+def check_aligned(outputs, references, name, what):
+    """(list(outputs), list(references)): one reference per output, and at least one output."""
+    outputs, references = list(outputs), list(references)
+    if len(outputs) != len(references):
+        raise InputError(message("references", f"{len(outputs)} references (one per {what})",
+                                 len(references)))
+    if not outputs:
+        raise InputError(message(name, f"at least one {what}", "an empty list"))
+    return outputs, references

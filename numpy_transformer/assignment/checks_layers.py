@@ -49,6 +49,15 @@ def cases_agree(pkg, group):
     return worst
 
 
+def case_check(part, points, expect, group, name):
+    """Register a check called `name`, worth `points` of `part`: the gradient-check cases
+    of `group` agree (cases_agree)."""
+    def run(pkg):
+        return cases_agree(pkg, group)
+    run.__name__ = name
+    check(part, points, expect)(run)
+
+
 def relative_error(pkg, got, expected):
     xp = pkg.xp
     scale = max(float(xp.abs(expected).max(initial=0.0)), 1e-300)
@@ -83,9 +92,7 @@ def accumulates(pkg, module, run_forward, dout, what):
     return worst
 
 
-@check("linear", 4, FD)
-def linear_gradients(pkg):
-    return cases_agree(pkg, "linear")
+case_check("linear", 4, FD, "linear", "linear_gradients")
 
 
 @check("linear", 3, EXACT)
@@ -120,9 +127,7 @@ def tied_linear_accumulates(pkg):
                                  "already put in the shared array"))
 
 
-@check("embedding", 4, FD)
-def embedding_gradients(pkg):
-    return cases_agree(pkg, "embedding")
+case_check("embedding", 4, FD, "embedding", "embedding_gradients")
 
 
 @check("embedding", 3, EXACT)
@@ -148,9 +153,7 @@ def embedding_accumulates(pkg):
     return accumulates(pkg, emb, lambda: emb.forward(ids), dy, "Embedding")
 
 
-@check("layernorm", 6, FD)
-def layernorm_gradients(pkg):
-    return cases_agree(pkg, "layernorm")
+case_check("layernorm", 6, FD, "layernorm", "layernorm_gradients")
 
 
 @check("layernorm", 4, EXACT)
@@ -161,9 +164,7 @@ def layernorm_accumulates(pkg):
     return accumulates(pkg, norm, lambda: norm.forward(x), dy, "LayerNorm")
 
 
-@check("softmax", 6, FD)
-def softmax_gradients(pkg):
-    return cases_agree(pkg, "softmax")
+case_check("softmax", 6, FD, "softmax", "softmax_gradients")
 
 
 @check("softmax", 4, "finite, 0 on masked entries; finite differences ~1e-9 (pass <= 1e-7)")
@@ -183,14 +184,8 @@ def softmax_fully_masked_row(pkg):
     return err
 
 
-@check("feedforward", 4, FD)
-def feedforward_relu_dropout(pkg):
-    return cases_agree(pkg, "feedforward_relu")
-
-
-@check("feedforward", 3, FD)
-def feedforward_gelu(pkg):
-    return cases_agree(pkg, "feedforward_gelu")
+case_check("feedforward", 4, FD, "feedforward_relu", "feedforward_relu_dropout")
+case_check("feedforward", 3, FD, "feedforward_gelu", "feedforward_gelu")
 
 
 @check("feedforward", 3, EXACT)

@@ -13,35 +13,17 @@ import numpy as np
 
 from ..gradcheck import perturb
 from ..gradcheck_cases import cross_inputs, make_mla, padding, rand
-from .checks_layers import EXACT, FD, accumulates, cases_agree
+from .checks_layers import EXACT, FD, accumulates, case_check
 from .registry import check
 
 STACK = "max rel err ~1e-8 on sampled coordinates (pass <= 1e-7)"
 
 
-@check("attention", 5, FD)
-def attention_gradients(pkg):
-    return cases_agree(pkg, "attention")
-
-
-@check("attention", 3, FD + "; all finite")
-def attention_fully_masked_row(pkg):
-    return cases_agree(pkg, "attention_masked")
-
-
-@check("attention", 2, FD)
-def attention_dropout(pkg):
-    return cases_agree(pkg, "attention_dropout")
-
-
-@check("multihead_attention", 4, FD)
-def mha_cross_attention(pkg):
-    return cases_agree(pkg, "mha_cross")
-
-
-@check("multihead_attention", 3, FD)
-def mha_self_attention(pkg):
-    return cases_agree(pkg, "mha_self")
+case_check("attention", 5, FD, "attention", "attention_gradients")
+case_check("attention", 3, FD + "; all finite", "attention_masked", "attention_fully_masked_row")
+case_check("attention", 2, FD, "attention_dropout", "attention_dropout")
+case_check("multihead_attention", 4, FD, "mha_cross", "mha_cross_attention")
+case_check("multihead_attention", 3, FD, "mha_self", "mha_self_attention")
 
 
 @check("multihead_attention", 3, EXACT)
@@ -54,14 +36,8 @@ def mha_accumulates(pkg):
                        "MultiHeadAttention")
 
 
-@check("mla", 5, FD)
-def mla_cross_attention(pkg):
-    return cases_agree(pkg, "mla_cross")
-
-
-@check("mla", 3, FD)
-def mla_self_attention(pkg):
-    return cases_agree(pkg, "mla_self")
+case_check("mla", 5, FD, "mla_cross", "mla_cross_attention")
+case_check("mla", 3, FD, "mla_self", "mla_self_attention")
 
 
 @check("mla", 2, EXACT)
@@ -74,21 +50,7 @@ def mla_accumulates(pkg):
                        "MultiHeadLatentAttention")
 
 
-@check("encoder_stack", 6, STACK)
-def encoder_pre_norm(pkg):
-    return cases_agree(pkg, "encoder_pre_norm")
-
-
-@check("encoder_stack", 4, STACK)
-def encoder_post_norm(pkg):
-    return cases_agree(pkg, "encoder_post_norm")
-
-
-@check("decoder_stack", 6, STACK)
-def decoder_pre_norm(pkg):
-    return cases_agree(pkg, "decoder_pre_norm")
-
-
-@check("decoder_stack", 4, STACK)
-def decoder_post_norm(pkg):
-    return cases_agree(pkg, "decoder_post_norm")
+case_check("encoder_stack", 6, STACK, "encoder_pre_norm", "encoder_pre_norm")
+case_check("encoder_stack", 4, STACK, "encoder_post_norm", "encoder_post_norm")
+case_check("decoder_stack", 6, STACK, "decoder_pre_norm", "decoder_pre_norm")
+case_check("decoder_stack", 4, STACK, "decoder_post_norm", "decoder_post_norm")

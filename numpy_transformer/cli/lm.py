@@ -85,17 +85,13 @@ def run_train_lm(args):
         model = GPT(config)
     evaluate = partial(evaluate_lm, ids=val_ids, block_size=s["max_len"],
                        batch_size=s["batch_size"], max_batches=s["eval_batches"])
-    trainer = run.make_trainer(args, s, model, stream, ckpt, evaluate=evaluate,
-                               best_metric="loss", tokenizers={"text": tok},
-                               metadata={"kind": "lm", "settings": s})
-    print(f"training a GPT ({model.num_parameters():,} parameters) on {s['text']} "
-          f"({len(stream.ids):,} training, {len(val_ids):,} held-out characters) for "
-          f"{s['steps']} steps; run folder {s['out']}")
-    result = trainer.fit()
-    if result.interrupted:
-        return run.interrupted_status(result)
-    if run.quiet_rank(trainer):
-        return 0
+    what = (f"a GPT on {s['text']} ({len(stream.ids):,} training, {len(val_ids):,} held-out "
+            f"characters)")
+    trainer, result, status = run.train(args, s, model, stream, ckpt, what, evaluate=evaluate,
+                                        best_metric="loss", tokenizers={"text": tok},
+                                        metadata={"kind": "lm", "settings": s})
+    if status is not None:
+        return status
     final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])
     print(f"\n{result.step} steps in {time.perf_counter() - start:.0f} s. Held-out loss "
           f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "

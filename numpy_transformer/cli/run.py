@@ -109,6 +109,19 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
     return trainer
 
 
+def train(args, settings, model, stream, ckpt, what, **options):
+    """Make the Trainer, say what is trained, train: (trainer, result, exit status), the
+    status None when this process goes on to report (it finished; MPI rank 0 or no MPI)."""
+    trainer = make_trainer(args, settings, model, stream, ckpt, **options)
+    resuming = f" (resuming at step {trainer.step})" if ckpt is not None else ""
+    print(f"training {what} ({model.num_parameters():,} parameters) for {settings['steps']} "
+          f"steps{resuming}; run folder {settings['out']}")
+    result = trainer.fit()
+    if result.interrupted:
+        return trainer, result, interrupted_status(result)
+    return trainer, result, (0 if quiet_rank(trainer) else None)
+
+
 def quiet_rank(trainer):
     """True on the MPI ranks other than 0: they stop after training, rank 0 reports."""
     return getattr(trainer, "rank", 0) != 0

@@ -99,20 +99,14 @@ def run_train(args):
     evaluate = partial(evaluate_seq2seq, pairs=data.val, tgt_tokenizer=data.tgt_tok,
                        bleu=data.bleu, max_len=data.decode_len, references=data.val_refs,
                        lowercase=bool(s.get("lowercase")))
-    trainer = run.make_trainer(args, s, model, stream, ckpt, evaluate=evaluate,
-                               best_metric="bleu" if data.bleu else "exact_match",
-                               tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
-                               metadata={"kind": "seq2seq", "task": s.get("task"),
-                                         "settings": s})
-    resuming = f" (resuming at step {trainer.step})" if ckpt is not None else ""
-    print(f"training a Transformer ({model.num_parameters():,} parameters) on "
-          f"{data.name} for {s['steps']} steps{resuming}; held-out set: {len(data.val)} "
-          f"examples; run folder {s['out']}")
-    result = trainer.fit()
-    if result.interrupted:
-        return run.interrupted_status(result)
-    if run.quiet_rank(trainer):
-        return 0
+    what = f"a Transformer on {data.name} (held-out set: {len(data.val)} examples)"
+    trainer, result, status = run.train(
+        args, s, model, stream, ckpt, what, evaluate=evaluate,
+        best_metric="bleu" if data.bleu else "exact_match",
+        tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
+        metadata={"kind": "seq2seq", "task": s.get("task"), "settings": s})
+    if status is not None:
+        return status
     report(result, data, time.perf_counter() - start, model, s)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)

@@ -29,7 +29,7 @@ import math
 import re
 from collections import Counter
 
-from ..validation import check_positive_int, message
+from ..validation import check_aligned, check_positive_int, message
 from ..errors import InputError, InputTypeError
 
 
@@ -54,12 +54,7 @@ def bleu_statistics(hypotheses, references, max_order=4):
     for name, value in (("hypotheses", hypotheses), ("references", references)):
         if isinstance(value, str):
             raise InputTypeError(message(name, "a list of token lists", "a str"))
-    hypotheses, references = list(hypotheses), list(references)
-    if len(hypotheses) != len(references):
-        raise InputError(message("references", f"{len(hypotheses)} references "
-                                 "(one per hypothesis)", len(references)))
-    if not hypotheses:
-        raise InputError(message("hypotheses", "at least one hypothesis", "an empty list"))
+    hypotheses, references = check_aligned(hypotheses, references, "hypotheses", "hypothesis")
     check_positive_int(max_order, "max_order")
     matches, totals = [0] * max_order, [0] * max_order
     hyp_len = ref_len = 0
