@@ -14,6 +14,7 @@ nbconvert makes the site: `ExecutePreprocessor` runs each lesson in a fresh kern
 """
 
 import json
+import logging
 import re
 import shutil
 import tempfile
@@ -45,18 +46,15 @@ nav.lessons-nav { display: flex; justify-content: space-between; gap: 1em; margi
   padding: 0.6em 1em; max-width: 1100px; font-family: var(--jp-ui-font-family);
   border-bottom: 1px solid var(--jp-border-color2); }
 nav.lessons-nav span { flex: 1; text-align: center; }
-nav.lessons-nav span:first-child { text-align: left; }
-nav.lessons-nav span:last-child { text-align: right; }
+nav.lessons-nav span:first-child { text-align: left; } nav.lessons-nav span:last-child { text-align: right; }
 </style>
 {% endblock extra_css %}
 {%- block body_header -%}
 {{ super() }}
 {% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
 {%- endblock body_header -%}
-{% block body_footer %}
-{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
-{{ super() }}
-{% endblock body_footer %}
+{% block body_footer %}{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
+{{ super() }}{% endblock body_footer %}
 """
 
 
@@ -216,6 +214,7 @@ def execute(path, *, timeout=600):
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
     from nbconvert.preprocessors import ExecutePreprocessor
     notebook = nbformat.read(str(path), as_version=4)
+    logging.getLogger("tornado.general").setLevel(logging.CRITICAL)   # kernel-shutdown noise
     runner = ExecutePreprocessor(timeout=timeout,
                                  extra_arguments=["--IPKernelApp.log_level=ERROR"])
     with tempfile.TemporaryDirectory(prefix="lesson-") as scratch:
