@@ -58,6 +58,19 @@ def case_check(part, points, expect, group, name):
     check(part, points, expect)(run)
 
 
+def accumulation_check(part, points, group, name):
+    """Register a check called `name`: the module of `group`'s first gradient-check case,
+    run forward and backward twice without zero_grad, must double every gradient in place."""
+    def run(pkg):
+        module, inputs, kwargs = cases_of(group)[0].build(pkg, np.random.default_rng(99))
+        out = module.forward(*inputs, **kwargs)
+        dout = rand(pkg, np.random.default_rng(98), *out.shape)
+        return accumulates(pkg, module, lambda: module.forward(*inputs, **kwargs), dout,
+                           type(module).__name__)
+    run.__name__ = name
+    check(part, points, EXACT)(run)
+
+
 def relative_error(pkg, got, expected):
     xp = pkg.xp
     scale = max(float(xp.abs(expected).max(initial=0.0)), 1e-300)
@@ -93,14 +106,7 @@ def accumulates(pkg, module, run_forward, dout, what):
 
 
 case_check("linear", 4, FD, "linear", "linear_gradients")
-
-
-@check("linear", 3, EXACT)
-def linear_accumulates(pkg):
-    rng = np.random.default_rng(2)
-    layer = perturb(pkg.Linear(4, 5, rng=rng), rng)
-    x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 5)
-    return accumulates(pkg, layer, lambda: layer.forward(x), dy, "Linear")
+accumulation_check("linear", 3, "linear", "linear_accumulates")
 
 
 @check("linear", 3, "finite differences ~1e-9 (pass <= 1e-7); accumulation exact, ~1e-15")
@@ -125,8 +131,6 @@ def tied_linear_accumulates(pkg):
     return max(err, assert_close(pkg, shared, before + alone,
                                  "TiedLinear must ADD its gradient to what the tied embedding "
                                  "already put in the shared array"))
-
-
 case_check("embedding", 4, FD, "embedding", "embedding_gradients")
 
 
@@ -143,27 +147,9 @@ def embedding_repeated_ids(pkg):
     expected[2] = dy.reshape(-1, 3).sum(axis=0)
     return assert_close(pkg, emb.grads["weight"], expected,
                         "a token id that occurs 6 times must get the sum of its 6 rows of dy")
-
-
-@check("embedding", 3, EXACT)
-def embedding_accumulates(pkg):
-    rng = np.random.default_rng(6)
-    emb = pkg.Embedding(7, 4, rng=rng)
-    ids, dy = pkg.xp.asarray([[1, 3, 1], [0, 6, 3]]), rand(pkg, rng, 2, 3, 4)
-    return accumulates(pkg, emb, lambda: emb.forward(ids), dy, "Embedding")
-
-
+accumulation_check("embedding", 3, "embedding", "embedding_accumulates")
 case_check("layernorm", 6, FD, "layernorm", "layernorm_gradients")
-
-
-@check("layernorm", 4, EXACT)
-def layernorm_accumulates(pkg):
-    rng = np.random.default_rng(8)
-    norm = perturb(pkg.LayerNorm(5), rng)
-    x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
-    return accumulates(pkg, norm, lambda: norm.forward(x), dy, "LayerNorm")
-
-
+accumulation_check("layernorm", 4, "layernorm", "layernorm_accumulates")
 case_check("softmax", 6, FD, "softmax", "softmax_gradients")
 
 
@@ -186,11 +172,4 @@ def softmax_fully_masked_row(pkg):
 
 case_check("feedforward", 4, FD, "feedforward_relu", "feedforward_relu_dropout")
 case_check("feedforward", 3, FD, "feedforward_gelu", "feedforward_gelu")
-
-
-@check("feedforward", 3, EXACT)
-def feedforward_accumulates(pkg):
-    rng = np.random.default_rng(13)
-    ff = perturb(pkg.FeedForward(5, 7, rng=rng), rng)
-    x, dy = rand(pkg, rng, 2, 3, 5), rand(pkg, rng, 2, 3, 5)
-    return accumulates(pkg, ff, lambda: ff.forward(x), dy, "FeedForward")
+accumulation_check("feedforward", 3, "feedforward_gelu", "feedforward_accumulates")

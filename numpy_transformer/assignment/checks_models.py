@@ -9,12 +9,7 @@ size (B=2, H=3, Tq=4, Tk=5, Dh=6 for the attention kernel) so that a swapped
 axis or a division by the batch size fails.
 """
 
-import numpy as np
-
-from ..gradcheck import perturb
-from ..gradcheck_cases import cross_inputs, make_mla, padding, rand
-from .checks_layers import EXACT, FD, accumulates, case_check
-from .registry import check
+from .checks_layers import FD, accumulation_check, case_check
 
 STACK = "max rel err ~1e-8 on sampled coordinates (pass <= 1e-7)"
 
@@ -24,32 +19,10 @@ case_check("attention", 3, FD + "; all finite", "attention_masked", "attention_f
 case_check("attention", 2, FD, "attention_dropout", "attention_dropout")
 case_check("multihead_attention", 4, FD, "mha_cross", "mha_cross_attention")
 case_check("multihead_attention", 3, FD, "mha_self", "mha_self_attention")
-
-
-@check("multihead_attention", 3, EXACT)
-def mha_accumulates(pkg):
-    rng = np.random.default_rng(35)
-    mha = perturb(pkg.MultiHeadAttention(10, 2, rng=rng), rng)
-    q, k, v = cross_inputs(pkg, rng)
-    pad = padding(pkg, 2, 4, 2)
-    return accumulates(pkg, mha, lambda: mha.forward(q, k, v, pad), rand(pkg, rng, 2, 3, 10),
-                       "MultiHeadAttention")
-
-
+accumulation_check("multihead_attention", 3, "mha_cross", "mha_accumulates")
 case_check("mla", 5, FD, "mla_cross", "mla_cross_attention")
 case_check("mla", 3, FD, "mla_self", "mla_self_attention")
-
-
-@check("mla", 2, EXACT)
-def mla_accumulates(pkg):
-    rng = np.random.default_rng(38)
-    mla = make_mla(pkg, rng)
-    q, mem, _ = cross_inputs(pkg, rng)
-    pad = padding(pkg, 2, 4, 2)
-    return accumulates(pkg, mla, lambda: mla.forward(q, mem, mem, pad), rand(pkg, rng, 2, 3, 10),
-                       "MultiHeadLatentAttention")
-
-
+accumulation_check("mla", 2, "mla_cross", "mla_accumulates")
 case_check("encoder_stack", 6, STACK, "encoder_pre_norm", "encoder_pre_norm")
 case_check("encoder_stack", 4, STACK, "encoder_post_norm", "encoder_post_norm")
 case_check("decoder_stack", 6, STACK, "decoder_pre_norm", "decoder_pre_norm")
