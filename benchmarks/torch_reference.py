@@ -120,27 +120,27 @@ class TorchTransformer:
             return x + self._dropout(f(self.layer_norm(f"{prefix}.norm", x)))
         return self.layer_norm(f"{prefix}.norm", x + self._dropout(f(x)))
 
+    def stack(self, name, num_layers, x, *sublayers):
+        """`num_layers` blocks of `name`, each the sublayers f(prefix, h) in residual
+        connections, then the final LayerNorm when pre-norm."""
+        for i in range(num_layers):
+            p = f"{name}.layers.{i}"
+            for j, f in enumerate(sublayers):
+                x = self.sublayer(f"{p}.sublayers.{j}", x, lambda h, f=f, p=p: f(p, h))
+        return self.layer_norm(f"{name}.norm", x) if self.config.norm_first else x
+
     def encode(self, src, src_mask):
-        x = self.embed("src_embed", src)
-        for i in range(self.config.num_encoder_layers):
-            p = f"encoder.layers.{i}"
-            x = self.sublayer(f"{p}.sublayers.0", x,
-                              lambda h: self.attention(f"{p}.self_attn", h, h, src_mask))
-            x = self.sublayer(f"{p}.sublayers.1", x,
-                              lambda h: self.feed_forward(f"{p}.feed_forward", h))
-        return self.layer_norm("encoder.norm", x) if self.config.norm_first else x
+        return self.stack(
+            "encoder", self.config.num_encoder_layers, self.embed("src_embed", src),
+            lambda p, h: self.attention(f"{p}.self_attn", h, h, src_mask),
+            lambda p, h: self.feed_forward(f"{p}.feed_forward", h))
 
     def decode(self, memory, src_mask, tgt, tgt_mask):
-        y = self.embed("tgt_embed", tgt)
-        for i in range(self.config.num_decoder_layers):
-            p = f"decoder.layers.{i}"
-            y = self.sublayer(f"{p}.sublayers.0", y,
-                              lambda h: self.attention(f"{p}.self_attn", h, h, tgt_mask))
-            y = self.sublayer(f"{p}.sublayers.1", y,
-                              lambda h: self.attention(f"{p}.cross_attn", h, memory, src_mask))
-            y = self.sublayer(f"{p}.sublayers.2", y,
-                              lambda h: self.feed_forward(f"{p}.feed_forward", h))
-        return self.layer_norm("decoder.norm", y) if self.config.norm_first else y
+        return self.stack(
+            "decoder", self.config.num_decoder_layers, self.embed("tgt_embed", tgt),
+            lambda p, h: self.attention(f"{p}.self_attn", h, h, tgt_mask),
+            lambda p, h: self.attention(f"{p}.cross_attn", h, memory, src_mask),
+            lambda p, h: self.feed_forward(f"{p}.feed_forward", h))
 
     def project(self, h):
         if self.config.tie_embeddings:

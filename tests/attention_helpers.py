@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from numpy_transformer.gradcheck import perturb
+from numpy_transformer.gradcheck import assert_gradients_close, perturb
 from numpy_transformer.masks import make_causal_mask, make_padding_mask
 
 B, H, DH, TQ, TK = 2, 3, 4, 5, 6      # every axis its own size, so a swapped axis fails
@@ -131,3 +131,23 @@ def torch_params(layer):
 
 def torch_linear(t, name, x):
     return x @ t[f"{name}.weight"] + (t[f"{name}.bias"] if f"{name}.bias" in t else 0.0)
+
+
+def parameters(layer):
+    """{dotted name: array} of a layer's parameters, for the straightforward references."""
+    return {name: param for name, param, _ in layer.named_parameters()}
+
+
+def reference_output(params, Q, K, V, mask, n_heads):
+    """reference_heads of the projected Q, K, V, then W_o: (output, weights)."""
+    context, weights = reference_heads(Q, K, V, mask, n_heads)
+    return linear(params, "w_o", context), weights
+
+
+def assert_case_gradients(layer, rng, sizes, mask, kv_from_k=False, check=CHECK):
+    """Gradient check of `layer` on random inputs of `sizes`; with kv_from_k (MLA, which reads
+    keys and values from k) k is passed as both k and v: the checker compares dk + dv."""
+    q, k, v = inputs(rng, **sizes)
+    v = k if kv_from_k else v
+    dout = rng.normal(size=q.shape)
+    assert_gradients_close(layer, q, k, v, dout=dout, forward_kwargs={"mask": mask}, **check)

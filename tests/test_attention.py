@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from attention_helpers import (B, CHECK, DH, GRAD_CASES, H, TK, TQ, D, check_gradients_double,
-                               check_weights, fully_masked_row_mask, inputs, linear, masks,
-                               padding_mask, reference_heads, split_case, torch_heads,
-                               torch_linear, torch_params, with_random_vectors)
+from attention_helpers import (B, CHECK, D, DH, GRAD_CASES, H, TK, TQ, assert_case_gradients,
+                               check_gradients_double, check_weights, fully_masked_row_mask,
+                               inputs, linear, masks, padding_mask, parameters, reference_output,
+                               split_case, torch_heads, torch_linear, torch_params,
+                               with_random_vectors)
 
 from numpy_transformer.backend import default_dtype
 from numpy_transformer.gradcheck import assert_gradients_close
@@ -22,19 +23,15 @@ def make_mha(rng, **kwargs):
 
 def reference_forward(mha, q, k, v, mask=None):
     """Straightforward MHA: projections, then reference_heads, then W_o."""
-    p = {name: param for name, param, _ in mha.named_parameters()}
+    p = parameters(mha)
     Q, K, V = linear(p, "w_q", q), linear(p, "w_k", k), linear(p, "w_v", v)
-    context, weights = reference_heads(Q, K, V, mask, mha.num_heads)
-    return linear(p, "w_o", context), weights
+    return reference_output(p, Q, K, V, mask, mha.num_heads)
 
 
 @pytest.mark.parametrize("case", GRAD_CASES)
 def test_mha_gradients(float64, rng, case):
     kw, sizes, mask = split_case(GRAD_CASES[case])
-    mha = make_mha(rng, **kw)
-    q, k, v = inputs(rng, **sizes)
-    dout = rng.normal(size=q.shape)
-    assert_gradients_close(mha, q, k, v, dout=dout, forward_kwargs={"mask": mask}, **CHECK)
+    assert_case_gradients(make_mha(rng, **kw), rng, sizes, mask)
 
 
 def test_mha_self_attention_gradients(float64, rng):

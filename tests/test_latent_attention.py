@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import attention_helpers
-from attention_helpers import (B, CHECK, GRAD_CASES, H, TK, TQ, D, check_gradients_double,
-                               check_weights, fully_masked_row_mask, linear, masks,
-                               padding_mask, reference_heads, split_case, torch_heads,
-                               torch_linear, torch_params, with_random_vectors)
+from attention_helpers import (B, CHECK, D, GRAD_CASES, H, TK, TQ, assert_case_gradients,
+                               check_gradients_double, check_weights, fully_masked_row_mask,
+                               linear, masks, padding_mask, parameters, reference_output,
+                               split_case, torch_heads, torch_linear, torch_params,
+                               with_random_vectors)
 
 from numpy_transformer.backend import default_dtype
 from numpy_transformer.gradcheck import assert_gradients_close
@@ -32,21 +33,16 @@ def inputs(rng, b=B, tq=TQ, tk=TK):
 
 def reference_forward(mla, q, k, mask=None):
     """Straightforward MLA: explicit latent, then reference_heads, then W_o."""
-    p = {name: param for name, param, _ in mla.named_parameters()}
+    p = parameters(mla)
     c = linear(p, "w_kv_compress", k)
     Q, K, V = linear(p, "w_q", q), linear(p, "w_k_decompress", c), linear(p, "w_v_decompress", c)
-    context, weights = reference_heads(Q, K, V, mask, mla.num_heads)
-    return linear(p, "w_o", context), weights
+    return reference_output(p, Q, K, V, mask, mla.num_heads)
 
 
 @pytest.mark.parametrize("case", GRAD_CASES)
 def test_mla_gradients(float64, rng, case):
     kw, sizes, mask = split_case(GRAD_CASES[case])
-    mla = make_mla(rng, **kw)
-    q, k = inputs(rng, **sizes)
-    dout = rng.normal(size=q.shape)
-    # k passed as both k and v: the checker compares with dk + dv (and dv is 0).
-    assert_gradients_close(mla, q, k, k, dout=dout, forward_kwargs={"mask": mask}, **CHECK)
+    assert_case_gradients(make_mla(rng, **kw), rng, sizes, mask, kv_from_k=True, check=CHECK)
 
 
 def test_mla_self_attention_gradients(float64, rng):

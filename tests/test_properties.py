@@ -19,6 +19,13 @@ SETTINGS = settings(max_examples=50, deadline=None,
 sizes = st.integers(1, 4)
 
 
+def built(seed, make):
+    """(make(rng) built in float64, rng), with rng = default_rng(seed) (drawn from after)."""
+    rng = np.random.default_rng(seed)
+    with default_dtype("float64"):
+        return make(rng), rng
+
+
 def check(module, inputs, out_shape, kwargs=None, max_coords=8, seed=0):
     out = module.forward(*inputs, **(kwargs or {}))
     assert out.shape == out_shape and np.all(np.isfinite(out))
@@ -35,9 +42,7 @@ def check(module, inputs, out_shape, kwargs=None, max_coords=8, seed=0):
 @given(B=sizes, T=sizes, D=st.integers(1, 6), out=st.integers(1, 5), bias=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_linear(B, T, D, out, bias, seed):
-    rng = np.random.default_rng(seed)
-    with default_dtype("float64"):
-        layer = Linear(D, out, bias, rng=rng)
+    layer, rng = built(seed, lambda rng: Linear(D, out, bias, rng=rng))
     check(layer, (rng.normal(size=(B, T, D)),), (B, T, out), seed=seed)
 
 
@@ -45,9 +50,7 @@ def test_linear(B, T, D, out, bias, seed):
 @given(B=sizes, T=sizes, V=st.integers(1, 9), D=st.integers(1, 6), scale=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_embedding(B, T, V, D, scale, seed):
-    rng = np.random.default_rng(seed)
-    with default_dtype("float64"):
-        layer = Embedding(V, D, scale=scale, rng=rng)
+    layer, rng = built(seed, lambda rng: Embedding(V, D, scale=scale, rng=rng))
     check(layer, (rng.integers(0, V, (B, T)),), (B, T, D), seed=seed)
 
 
@@ -55,18 +58,14 @@ def test_embedding(B, T, V, D, scale, seed):
 @given(B=sizes, T=sizes, D=st.integers(1, 7), p=st.sampled_from([0.0, 0.2]),
        seed=st.integers(0, 2**16))
 def test_positional_encoding(B, T, D, p, seed):
-    rng = np.random.default_rng(seed)
-    with default_dtype("float64"):
-        layer = PositionalEncoding(D, max_len=8, dropout=p, rng=rng)
+    layer, rng = built(seed, lambda rng: PositionalEncoding(D, max_len=8, dropout=p, rng=rng))
     check(layer, (rng.normal(size=(B, T, D)),), (B, T, D), seed=seed)
 
 
 @SETTINGS
 @given(B=sizes, T=sizes, D=st.integers(2, 7), seed=st.integers(0, 2**16))
 def test_layer_norm(B, T, D, seed):
-    rng = np.random.default_rng(seed)
-    with default_dtype("float64"):
-        layer = LayerNorm(D)
+    layer, rng = built(seed, lambda rng: LayerNorm(D))
     layer.params["gamma"] += rng.normal(size=D)
     layer.params["beta"] += rng.normal(size=D)
     check(layer, (rng.normal(size=(B, T, D)),), (B, T, D), seed=seed)
@@ -87,9 +86,8 @@ def test_elementwise_and_softmax(B, T, D, which, seed):
 @given(B=sizes, T=sizes, D=st.integers(1, 5), F=st.integers(1, 7),
        activation=st.sampled_from(["relu", "gelu"]), seed=st.integers(0, 2**16))
 def test_feed_forward(B, T, D, F, activation, seed):
-    rng = np.random.default_rng(seed)
-    with default_dtype("float64"):
-        layer = FeedForward(D, F, dropout=0.1, activation=activation, rng=rng)
+    layer, rng = built(seed, lambda rng: FeedForward(D, F, dropout=0.1, activation=activation,
+                                                      rng=rng))
     check(layer, (rng.normal(size=(B, T, D)),), (B, T, D), seed=seed)
 
 
