@@ -14,8 +14,8 @@ from numpy_transformer.layers import (GELU, Dropout, Embedding, FeedForward, Lay
                                       MultiHeadAttention, MultiHeadLatentAttention,
                                       PositionalEncoding, ReLU, Softmax)
 
-SETTINGS = settings(max_examples=50, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])   # the same examples every run
 sizes = st.integers(1, 4)
 
 
