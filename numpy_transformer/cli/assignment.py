@@ -1,7 +1,10 @@
-"""The `assignment` command: `make` a student copy, `grade` one.
+"""The `assignment` command: `make` a student copy, `grade` copies, pack an `autograder`.
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
+        [--gradescope results.json [--visibility FILE]]
+    python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
+    python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
 sub-command's `run(args)` returns the exit status. Bad input (an unknown part,
@@ -19,18 +22,63 @@ def _run_make(args):
 
 
 def _run_grade(args):
-    from ..assignment.grade import grade_assignment
-    return grade_assignment(args.dir, json_out=args.json, parts=args.parts, timeout=args.timeout)
+    from ..assignment.grade_outputs import grade_command
+    return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
+                         visibility=args.visibility, csv_out=args.csv, parts=args.parts,
+                         timeout=args.timeout)
+
+
+def _run_autograder(args):
+    from ..assignment.autograder import make_autograder
+    return make_autograder(args.out, args.parts, args.visibility, args.timeout)
+
+
+VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
+                   "visible, hidden, after_due_date or after_published (default: all visible)")
+
+
+def _add_grade(commands):
+    grade = commands.add_parser("grade", help="grade student copies (table, JSON, Gradescope, "
+                                              "class CSV)")
+    grade.add_argument("dirs", nargs="+", metavar="DIR", help="folders made by `assignment make`")
+    grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON to FILE")
+    grade.add_argument("--gradescope", metavar="FILE",
+                       help="also write the grade in Gradescope's results.json format to FILE")
+    grade.add_argument("--visibility", metavar="FILE",
+                       help=VISIBILITY_HELP + "; needs --gradescope")
+    grade.add_argument("--csv", metavar="FILE",
+                       help="write a class table to FILE: one row per DIR, each part's points "
+                            "and the total")
+    grade.add_argument("--parts", nargs="+", metavar="PART",
+                       help="grade only these parts (default: the copy's)")
+    grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                       help="time limit of each part (default 60)")
+    add_common(grade)
+    grade.set_defaults(run=_run_grade)
+
+
+def _add_autograder(commands):
+    pack = commands.add_parser("autograder", help="write a Gradescope autograder zip")
+    pack.add_argument("--out", required=True, metavar="ZIP",
+                      help="the zip to write (setup.sh, run_autograder and the grader)")
+    pack.add_argument("--parts", nargs="+", metavar="PART",
+                      help="the parts to grade (default: all)")
+    pack.add_argument("--visibility", metavar="FILE", help=VISIBILITY_HELP)
+    pack.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                      help="time limit of each part (default 60)")
+    add_common(pack)
+    pack.set_defaults(run=_run_autograder)
 
 
 def add_subcommand(subparsers):
-    """Register `assignment make` and `assignment grade` on an argparse sub-parsers object."""
+    """Register `assignment make|grade|autograder` on an argparse sub-parsers object."""
     parser = subparsers.add_parser(
-        "assignment", help="make a student copy with stubbed backward passes, or grade one",
+        "assignment", help="make a student copy with stubbed backward passes, grade copies, "
+                           "or pack a Gradescope autograder",
         description="Backward-pass assignments graded with the gradient checker. "
                     f"Parts: {', '.join(PARTS)}.")
-    commands = parser.add_subparsers(dest="assignment_command", metavar="{make,grade}",
-                                     required=True)
+    commands = parser.add_subparsers(dest="assignment_command",
+                                     metavar="{make,grade,autograder}", required=True)
     make = commands.add_parser("make", help="write a student copy of the package into DIR")
     make.add_argument("--out", required=True, metavar="DIR",
                       help="a new (or empty) folder for the copy")
@@ -40,13 +88,6 @@ def add_subcommand(subparsers):
                       help="keep the reference code (a solution copy, to check the grader)")
     add_common(make)
     make.set_defaults(run=_run_make)
-    grade = commands.add_parser("grade", help="grade the student copy in DIR")
-    grade.add_argument("dir", metavar="DIR", help="a folder made by `assignment make`")
-    grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON to FILE")
-    grade.add_argument("--parts", nargs="+", metavar="PART",
-                       help="grade only these parts (default: the copy's)")
-    grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
-                       help="time limit of each part (default 60)")
-    add_common(grade)
-    grade.set_defaults(run=_run_grade)
+    _add_grade(commands)
+    _add_autograder(commands)
     return parser

@@ -1,0 +1,130 @@
+"""A Gradescope autograder zip: the teacher's grader packed to grade one submission.
+
+    build_autograder(out, parts=None, visibility=None, timeout=60.0)   writes the zip
+
+Gradescope unpacks the zip into /autograder/source, runs `setup.sh` there once
+when it builds the image, and copies `run_autograder` to /autograder, which it
+runs for every submission (the student's files in /autograder/submission);
+the score is what /autograder/results/results.json says. The zip holds:
+
+    setup.sh          installs NumPy (the grader's only dependency) with pip3
+    run_autograder    runs autograder_run.py and guarantees a results.json
+    autograder.json   the parts, the time limit per part and the visibility of each check
+    assignment.json   the manifest of a student copy of those parts (from make())
+    numpy_transformer/  the teacher's package, grader included; it stays in
+                        /autograder/source and is not installed, so the student's
+                        grading process (PYTHONPATH = the student's copy) cannot import it
+
+AUTOGRADER_ROOT (default /autograder) and AUTOGRADER_PYTHON (default python3)
+let the tests run `run_autograder` on a fake layout.
+"""
+
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+from ..errors import InputError
+from .gradescope import read_visibility
+
+PACKAGE = Path(__file__).resolve().parents[1]          # the teacher's numpy_transformer/
+NUMPY_REQUIREMENT = "numpy>=1.24"                      # as in pyproject.toml
+NOT_PACKED = {"__pycache__", ".ipynb_checkpoints", "lessons"}
+FIXED_TIME = (2020, 1, 1, 0, 0, 0)                     # the same zip from the same sources
+
+SETUP_SH = f"""#!/usr/bin/env bash
+# Gradescope runs this once, in /autograder/source, when it builds the autograder's image.
+# The grader needs Python 3 and NumPy only; its own code stays in /autograder/source.
+set -eu
+if ! command -v python3 >/dev/null || ! command -v pip3 >/dev/null; then
+    apt-get update
+    apt-get install -y python3 python3-pip
+fi
+pip3 install --no-cache-dir "{NUMPY_REQUIREMENT}" \\
+    || pip3 install --no-cache-dir --break-system-packages "{NUMPY_REQUIREMENT}"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade $ROOT/submission with the teacher's grader
+# in $ROOT/source and write $ROOT/results/results.json, a score of 0 with the reason when the
+# submission cannot be graded. AUTOGRADER_ROOT and AUTOGRADER_PYTHON serve local tests.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${AUTOGRADER_PYTHON:-python3}"
+RESULTS="$ROOT/results/results.json"
+mkdir -p "$ROOT/results"
+rm -f "$RESULTS"
+cd "$ROOT/source" && PYTHONPATH="$ROOT/source" PYTHONDONTWRITEBYTECODE=1 \\
+    "$PYTHON" -m numpy_transformer.assignment.autograder_run "$ROOT"
+status=$?
+if [ "$status" -ne 0 ] || [ ! -s "$RESULTS" ]; then
+    why="The autograder failed (exit status $status) before it could grade this submission"
+    printf '{"score": 0, "tests": [], "stdout_visibility": "hidden", "output": "%s"}\\n' \\
+        "$why; please tell your teacher." > "$RESULTS"
+fi
+exit 0
+"""
+
+
+def _add(archive, name, data, executable=False):
+    info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (0o100755 if executable else 0o100644) << 16
+    archive.writestr(info, data)
+
+
+def _package_files(package=PACKAGE):
+    """The package's files to pack, as (path, name in the zip), without caches or lessons."""
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if path.is_file() and not path.is_symlink() and path.suffix != ".pyc" \
+                and not NOT_PACKED & set(relative.parts):
+            yield path, f"numpy_transformer/{relative.as_posix()}"
+
+
+def _manifest_of(parts):
+    """The assignment.json a student copy of `parts` has (make() writes it)."""
+    from .make import make
+    with tempfile.TemporaryDirectory() as tmp:
+        make(Path(tmp) / "copy", parts)
+        return (Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8")
+
+
+def build_autograder(out, parts=None, visibility=None, timeout=60.0):
+    """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
+
+    parts       the parts to grade (default: all); InputError for unknown ones
+    visibility  a visibility file's path or dict (see gradescope.py); default all visible
+    timeout     seconds each part may take
+    """
+    from .parts import validate_parts
+    parts = validate_parts(parts)
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise InputError(f"--out: expected a file name ending in .zip, got {str(out)!r}")
+    if out.is_dir():
+        raise InputError(f"--out {out}: is a folder; expected a .zip file name")
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: its folder {out.parent} does not exist")
+    config = {"format": 1, "parts": parts, "timeout": timeout,
+              "visibility": read_visibility(visibility).to_dict()}
+    manifest = _manifest_of(parts)           # InputError when run from a student copy
+    with zipfile.ZipFile(out, "w") as archive:
+        _add(archive, "setup.sh", SETUP_SH, executable=True)
+        _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+        _add(archive, "autograder.json", json.dumps(config, indent=2) + "\n")
+        _add(archive, "assignment.json", manifest)
+        for path, name in _package_files():
+            _add(archive, name, path.read_bytes())
+    return config
+
+
+def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print):
+    """`assignment autograder --out ZIP`: write the zip and say how to use it."""
+    config = build_autograder(out, parts, visibility, timeout)
+    hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
+    out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
+           f" ({config['timeout']:g} s per part"
+           f"{'; some checks ' + ' / '.join(hidden) if hidden else ''}). Upload it as the "
+           "programming assignment's autograder (Ubuntu base image); students submit their "
+           "numpy_transformer/ folder or their whole copy.")
+    return 0

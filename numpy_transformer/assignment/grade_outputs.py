@@ -1,0 +1,117 @@
+"""`assignment grade DIR ...` with course-site outputs: Gradescope's results.json, a class CSV.
+
+    grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None, ...)
+    class_rows(named_reports, parts)  -> the CSV's rows (header first)
+
+One DIR without --gradescope or --csv is grade.py's `grade_assignment`
+unchanged. Otherwise each DIR is graded in turn and its table printed;
+--gradescope FILE writes the one DIR's grade as Gradescope's results.json
+(gradescope.py, visibility from --visibility FILE), and --csv FILE writes one
+row per DIR: `student` (the folder's name; the path relative to the folders'
+common parent when two names clash), each part's points, `total`, `max_points`
+and `message` (why a DIR could not be graded, else empty). A DIR that is not a
+student copy does not stop the class: its row has empty points and the reason.
+No output holds an absolute path.
+"""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+from ..errors import InputError
+from .gradescope import gradescope_results, read_visibility, write_json
+
+
+def student_names(dirs):
+    """A short unique name per folder: its name, or its path below the common parent."""
+    paths = [Path(d).resolve() for d in dirs]
+    names = [p.name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    common = Path(os.path.commonpath(paths)) if len(paths) > 1 else paths[0].parent
+    return [p.relative_to(common).as_posix() or p.name for p in paths]
+
+
+def class_rows(named_reports, parts):
+    """Rows of the class table: header, then one per (name, GradeReport or error message)."""
+    rows = [["student", *parts, "total", "max_points", "message"]]
+    for name, report in named_reports:
+        if isinstance(report, str):
+            rows.append([name, *[""] * len(parts), "", "", report])
+            continue
+        points = {r.part: r.points for r in report.parts}
+        rows.append([name, *[points.get(p, "") for p in parts], report.points,
+                     report.max_points, ""])
+    return rows
+
+
+def _check_request(dirs, json_out, gradescope_out, visibility, csv_out):
+    if visibility is not None and gradescope_out is None:
+        raise InputError("--visibility chooses who sees each Gradescope test; it needs "
+                         "--gradescope FILE")
+    if len(dirs) > 1 and (json_out or gradescope_out):
+        raise InputError(f"--json and --gradescope describe one student copy, got {len(dirs)} "
+                         "folders; use --csv FILE for a class-wide table")
+    if len(set(Path(d).resolve() for d in dirs)) < len(dirs):
+        raise InputError("DIR: the same folder is named twice")
+
+
+def _write_json_report(report, name, path):
+    data = {**report.to_dict(), "directory": name}
+    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
+                  parts=None, timeout=60.0, out=print):
+    """The `assignment grade` command; returns 0 when every copy has full marks, else 1."""
+    from .grade import grade, grade_assignment
+    from .parts import validate_parts
+    dirs = list(dirs)
+    _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
+    if len(dirs) == 1 and gradescope_out is None and csv_out is None:
+        return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
+                                out=out)
+    chosen = read_visibility(visibility) if gradescope_out else None
+    names, graded = student_names(dirs), []
+    for name, directory in zip(names, dirs):
+        if len(dirs) > 1:
+            out(f"== {name}")
+        try:
+            report = grade(directory, parts=parts, timeout=timeout)
+        except InputError as err:
+            if len(dirs) == 1:
+                raise
+            reason = _without_path(str(err), directory, name)
+            out(f"not graded: {reason}")
+            graded.append((name, reason))
+            continue
+        out(report.table())
+        graded.append((name, report))
+    if json_out:
+        _write_json_report(graded[0][1], names[0], json_out)
+        out(f"wrote {json_out}")
+    if gradescope_out:
+        write_json(gradescope_out, gradescope_results(graded[0][1], chosen))
+        out(f"wrote {gradescope_out} (Gradescope results)")
+    if csv_out:
+        shown = validate_parts(parts) if parts is not None else _parts_of(graded)
+        with open(csv_out, "w", newline="", encoding="utf-8") as file:
+            csv.writer(file).writerows(class_rows(graded, shown))
+        out(f"wrote {csv_out}: {len(graded)} student{'s' * (len(graded) != 1)}")
+    full = all(not isinstance(r, str) and r.points == r.max_points for _, r in graded)
+    return 0 if full else 1
+
+
+def _without_path(message, directory, name):
+    """`message` with the folder's path (as given, or absolute) replaced by its short name."""
+    for path in sorted({str(Path(directory).resolve()), str(directory)}, key=len, reverse=True):
+        message = message.replace(path, name)
+    return message
+
+
+def _parts_of(graded):
+    """Every part graded in any copy, in the order of PARTS."""
+    from .parts import validate_parts
+    seen = {r.part for _, report in graded if not isinstance(report, str) for r in report.parts}
+    return validate_parts(sorted(seen)) if seen else []

@@ -1,0 +1,265 @@
+"""Course-site outputs of the assignment grader, through the command line as a teacher types it:
+`assignment grade --gradescope/--visibility/--csv` and `assignment autograder`, whose zip is
+unpacked into a fake Gradescope layout (AUTOGRADER_ROOT) where `run_autograder` runs as a
+subprocess. Every results.json is checked against Gradescope's schema (assert_gradescope)."""
+
+import csv
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from doors import error, nt, ok
+from numpy_transformer.assignment import make
+from numpy_transformer.assignment.autograder import NUMPY_REQUIREMENT
+
+ROOT = Path(__file__).resolve().parents[1]
+VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
+TOP_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format",
+            "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
+            "leaderboard"}
+TEST_KEYS = {"score", "max_score", "status", "name", "name_format", "number", "output",
+             "output_format", "tags", "visibility", "extra_data"}
+
+
+def assert_gradescope(results):
+    """`results` follows Gradescope's results.json schema (and our own: score = sum of tests)."""
+    number = (int, float)
+    assert set(results) <= TOP_KEYS, set(results) - TOP_KEYS
+    assert isinstance(results["score"], number) and not isinstance(results["score"], bool)
+    assert isinstance(results.get("output", ""), str)
+    assert results.get("stdout_visibility", "hidden") in VISIBILITIES
+    assert isinstance(results.get("execution_time", 0), number)
+    assert isinstance(results["tests"], list)
+    for test in results["tests"]:
+        assert set(test) <= TEST_KEYS, set(test) - TEST_KEYS
+        assert isinstance(test["name"], str) and isinstance(test["output"], str)
+        assert isinstance(test["score"], number) and isinstance(test["max_score"], number)
+        assert 0 <= test["score"] <= test["max_score"]
+        assert test["visibility"] in VISIBILITIES
+        assert test.get("status", "passed") in ("passed", "failed")
+        assert isinstance(test.get("number", ""), str)
+    assert results["score"] == sum(t["score"] for t in results["tests"])
+    return results
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory):
+    """A solution copy (full marks) and a fresh student copy (0), made once."""
+    base = tmp_path_factory.mktemp("copies")
+    make(base / "reference", solutions=True)
+    make(base / "blank")
+    return base
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory):
+    """The zip, built through the command line with one hidden check and a default."""
+    base = tmp_path_factory.mktemp("autograder")
+    visibility = base / "visibility.json"
+    visibility.write_text(json.dumps({"default": "after_published", "linear": "visible",
+                                      "adam/adam_closed_form": "hidden"}))
+    ok(nt("assignment", "autograder", "--out", base / "autograder.zip",
+          "--visibility", visibility, cwd=ROOT))
+    return base / "autograder.zip"
+
+
+# assignment grade --gradescope / --csv
+
+def test_gradescope_results_of_the_reference_follow_the_schema(copies, tmp_path):
+    visibility = tmp_path / "visibility.json"
+    visibility.write_text(json.dumps({"default": "hidden", "softmax": "after_published",
+                                      "linear/linear_gradients": "visible"}))
+    out = tmp_path / "results.json"
+    ok(nt("assignment", "grade", copies / "reference", "--gradescope", out,
+          "--visibility", visibility))
+    results = assert_gradescope(json.loads(out.read_text()))
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    seen = {t["name"]: t["visibility"] for t in results["tests"]}
+    assert seen["linear/linear_gradients"] == "visible"
+    assert seen["linear/linear_accumulates"] == "hidden"
+    assert {v for n, v in seen.items() if n.startswith("softmax/")} == {"after_published"}
+    assert str(tmp_path.parent) not in out.read_text()          # no absolute path
+
+
+def test_gradescope_results_of_a_blank_copy_score_zero_with_reasons(copies, tmp_path):
+    out = tmp_path / "results.json"
+    done = nt("assignment", "grade", copies / "blank", "--gradescope", out)
+    assert done.returncode == 1, done.stderr                   # below full marks
+    results = assert_gradescope(json.loads(out.read_text()))
+    assert results["score"] == 0 and results["tests"]
+    assert all(t["status"] == "failed" and t["output"] for t in results["tests"])
+    assert {t["visibility"] for t in results["tests"]} == {"visible"}   # the default
+
+
+@pytest.mark.parametrize("visibility, words", [
+    ({"linaer": "hidden"}, ["'linaer'", "valid names", "linear"]),
+    ({"linear/no_such_check": "hidden"}, ["'linear/no_such_check'", "part/check"]),
+    ({"linear": "secret"}, ["'secret'", "after_published", "hidden"]),
+    ({"default": "later"}, ["'later'", "valid visibilities"]),
+    (["linear"], ["JSON object", "list"]),
+])
+def test_bad_visibility_files_are_named(copies, tmp_path, visibility, words):
+    path = tmp_path / "visibility.json"
+    path.write_text(json.dumps(visibility))
+    error(nt("assignment", "grade", copies / "reference", "--gradescope",
+             tmp_path / "results.json", "--visibility", path), 2, "--visibility", *words)
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_grade_options_that_do_not_fit_together(copies, tmp_path):
+    error(nt("assignment", "grade", copies / "reference", "--visibility", tmp_path / "v.json"),
+          2, "--visibility", "--gradescope")
+    error(nt("assignment", "grade", copies / "reference", copies / "blank", "--gradescope",
+             tmp_path / "r.json"), 2, "--gradescope", "2 folders", "--csv")
+    error(nt("assignment", "grade", copies / "reference", copies / "reference", "--csv",
+             tmp_path / "c.csv"), 2, "twice")
+
+
+def test_class_csv_has_a_row_per_copy_and_keeps_going_past_a_bad_one(copies, tmp_path):
+    shutil.copytree(copies / "reference", tmp_path / "class" / "ada")
+    shutil.copytree(copies / "blank", tmp_path / "class" / "bob")
+    (tmp_path / "class" / "eve").mkdir()                          # not a student copy
+    table = tmp_path / "class.csv"
+    folders = [tmp_path / "class" / name for name in ("ada", "bob", "eve")]
+    done = nt("assignment", "grade", *folders, "--csv", table, "--parts", "linear", "softmax")
+    assert done.returncode == 1, done.stderr
+    assert "== ada" in done.stdout and "wrote" in done.stdout
+    rows = list(csv.DictReader(table.open()))
+    assert [r["student"] for r in rows] == ["ada", "bob", "eve"]
+    assert list(rows[0]) == ["student", "linear", "softmax", "total", "max_points", "message"]
+    assert rows[0]["linear"] == "10" and rows[0]["total"] == rows[0]["max_points"] == "20"
+    assert rows[1]["total"] == "0" and rows[1]["message"] == ""
+    assert rows[2]["total"] == "" and "eve is not a student copy" in rows[2]["message"]
+    assert str(tmp_path) not in table.read_text()
+
+
+# assignment autograder
+
+def unpack(zip_path, root):
+    """Unzip as Gradescope does into ROOT/source, keeping the executable bits."""
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(root / "source")
+        for info in archive.infolist():
+            mode = info.external_attr >> 16 & 0o777
+            if mode:
+                os.chmod(root / "source" / info.filename, mode)
+    (root / "submission").mkdir()
+    return root
+
+
+def run_autograder(root, python=sys.executable):
+    """Run run_autograder (copied to ROOT as Gradescope does) from another folder."""
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([str(root / "run_autograder")], cwd="/", env=env, text=True,
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return assert_gradescope(json.loads((root / "results" / "results.json").read_text()))
+
+
+def test_zip_holds_executable_scripts_and_the_grader(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+        modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
+        config = json.loads(archive.read("autograder.json"))
+    assert {"setup.sh", "run_autograder", "autograder.json", "assignment.json",
+            "numpy_transformer/assignment/grade.py"} <= names
+    assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
+    assert not any("__pycache__" in n or n.endswith(".pyc") or n.startswith("/") for n in names)
+    assert config["visibility"]["adam/adam_closed_form"] == "hidden"
+
+
+def test_setup_sh_installs_numpy_with_pip(autograder_zip, tmp_path):
+    root = unpack(autograder_zip, tmp_path / "autograder")
+    bin_dir, log = tmp_path / "bin", tmp_path / "pip.log"
+    bin_dir.mkdir()
+    for tool in ("pip3", "python3"):                     # fakes: nothing is installed
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\n')
+        (bin_dir / tool).chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(["bash", "setup.sh"], cwd=root / "source", env=env, text=True,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().splitlines() == [f"pip3 install --no-cache-dir {NUMPY_REQUIREMENT}"]
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'dependencies = ["{NUMPY_REQUIREMENT}"]' in pyproject
+
+
+def test_autograder_grades_a_whole_student_copy(autograder_zip, copies, tmp_path):
+    root = unpack(autograder_zip, tmp_path / "autograder")
+    shutil.copytree(copies / "reference", root / "submission" / "my-copy")
+    results = run_autograder(root)
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    seen = {t["name"]: t["visibility"] for t in results["tests"]}
+    assert seen["adam/adam_closed_form"] == "hidden"
+    assert seen["linear/linear_gradients"] == "visible"
+    assert seen["softmax/softmax_gradients"] == "after_published"
+    assert str(tmp_path) not in json.dumps(results)
+
+
+def test_autograder_finds_a_package_uploaded_as_its_files(autograder_zip, copies, tmp_path):
+    root = unpack(autograder_zip, tmp_path / "autograder")
+    shutil.rmtree(root / "submission")
+    shutil.copytree(copies / "reference" / "numpy_transformer", root / "submission")
+    results = run_autograder(root)
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+
+
+def forged(package):
+    """A blank package whose import writes a perfect results.json where Gradescope reads it."""
+    forgery = ("import json, os\n"
+               "_root = os.environ.get('AUTOGRADER_ROOT', '/autograder')\n"
+               "os.makedirs(_root + '/results', exist_ok=True)\n"
+               "open(_root + '/results/results.json', 'w').write(json.dumps({'score': 999}))\n"
+               "open(_root + '/forgery_ran', 'w').write('yes')\n")
+    init = package / "__init__.py"
+    init.write_text(forgery + init.read_text())
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("empty", "no numpy_transformer/ package was found"),
+    ("two packages", "holds 2 numpy_transformer/ folders"),
+    ("syntax error", ""),
+    ("blank", ""),
+    ("forged results", ""),
+])
+def test_broken_submissions_score_zero_in_a_valid_results_json(autograder_zip, copies, tmp_path,
+                                                               case, reason):
+    root = unpack(autograder_zip, tmp_path / "autograder")
+    package = root / "submission" / "a" / "numpy_transformer"
+    if case != "empty":
+        shutil.copytree(copies / "blank" / "numpy_transformer", package)
+    if case == "two packages":
+        shutil.copytree(package, root / "submission" / "b" / "numpy_transformer")
+    if case == "syntax error":
+        (package / "__init__.py").write_text("def broken(:\n")
+    if case == "forged results":
+        forged(package)
+    results = run_autograder(root)
+    assert (root / "forgery_ran").exists() == (case == "forged results")
+    assert results["score"] == 0 and reason in results["output"]
+    assert results["tests"] and all(t["output"] for t in results["tests"])
+
+
+def test_run_autograder_writes_results_even_when_python_fails(autograder_zip, tmp_path):
+    root = unpack(autograder_zip, tmp_path / "autograder")
+    results = run_autograder(root, python="false")             # exits 1 at once
+    assert results["score"] == 0 and "autograder failed" in results["output"]
+
+
+def test_autograder_command_rejects_bad_input(tmp_path):
+    error(nt("assignment", "autograder", "--out", tmp_path / "grader.tar"), 2, "--out", ".zip")
+    error(nt("assignment", "autograder", "--out", tmp_path / "g.zip", "--parts", "lineer"), 2,
+          "lineer", "valid parts")
+    (tmp_path / "v.json").write_text('{"linear": "sometimes"}')
+    error(nt("assignment", "autograder", "--out", tmp_path / "g.zip", "--visibility",
+             tmp_path / "v.json"), 2, "'sometimes'")
+    assert not (tmp_path / "g.zip").exists()
