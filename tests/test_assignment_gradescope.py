@@ -140,6 +140,29 @@ def test_class_csv_has_a_row_per_copy_and_keeps_going_past_a_bad_one(copies, tmp
     assert str(tmp_path) not in table.read_text()
 
 
+def test_every_check_is_a_test_whatever_ran(tmp_path):
+    """A stubbed part stops at its first check and a crashed one runs none: the other checks
+    are still tests (0 points, the part's reason); unknown check names give one test."""
+    from numpy_transformer.assignment.grade import GradeReport
+    from numpy_transformer.assignment.gradescope import checks_of, gradescope_results
+    from numpy_transformer.assignment.parts import CheckResult, PartResult
+    first, *rest = checks_of(["linear"])["linear"]
+    total = first[1] + sum(points for _, points in rest)
+    stub = PartResult("linear", 0, total, None, "not implemented: Linear.backward",
+                      [CheckResult(first[0], 0, first[1], False, None, "Linear.backward")])
+    crash = PartResult("softmax", 0, 10, None, f"crashed: File {tmp_path}/numpy_transformer/x.py")
+    odd = PartResult("adam", 3, 10, None, "", [CheckResult("renamed", 3, 10, False, None, "")])
+    results = assert_gradescope(gradescope_results(GradeReport(str(tmp_path), [stub, crash, odd])))
+    names = [t["name"] for t in results["tests"]]
+    assert names[:1 + len(rest)] == [f"linear/{name}" for name, _ in [first, *rest]]
+    later = results["tests"][1:1 + len(rest)]
+    assert later and all("not graded: not implemented" in t["output"] for t in later)
+    softmax = [t for t in results["tests"] if t["name"].startswith("softmax/")]
+    assert len(softmax) == len(checks_of(["softmax"])["softmax"]) and softmax[0]["score"] == 0
+    assert "File numpy_transformer/x.py" in softmax[0]["output"]     # relative to the copy
+    assert names[-1] == "adam/all" and results["score"] == 3
+
+
 # assignment autograder
 
 def unpack(zip_path, root):

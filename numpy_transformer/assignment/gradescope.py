@@ -18,10 +18,12 @@ hide single checks. The visibility file is a JSON object mapping "default",
 part names and "part/check" names to a visibility; the most specific entry
 wins, and the default's default is "visible". The top-level output holds no
 per-part points (a hidden test's score would leak through it), and
-`stdout_visibility` is "hidden" for the same reason.
+`stdout_visibility` is "hidden" for the same reason. Paths inside the copy
+graded are written relative to it.
 """
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,8 +126,11 @@ def gradescope_results(report, visibility=None, execution_time=None):
     visibility = visibility or Visibility()
     checks = checks_of([r.part for r in report.parts])
     tests = [t for r in report.parts for t in _part_tests(r, checks[r.part], visibility)]
+    folder = str(getattr(report, "directory", "") or "")
     for number, test in enumerate(tests, 1):
         test["number"] = str(number)
+        if folder:                      # a traceback's paths, relative to the copy
+            test["output"] = test["output"].replace(folder + os.sep, "").replace(folder, ".")
     results = {"score": report.points, "tests": tests, "stdout_visibility": "hidden",
                "output": f"numpy_transformer assignment: {len(report.parts)} parts, "
                          f"{len(tests)} checks, {report.max_points} points; "
