@@ -18,6 +18,7 @@ import pytest
 from doors import error, nt, ok
 from numpy_transformer.assignment import make
 from numpy_transformer.assignment.autograder import NUMPY_REQUIREMENT
+from numpy_transformer.assignment.gradescope import checks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
@@ -26,6 +27,11 @@ TOP_KEYS = {"score", "execution_time", "output", "output_format", "test_output_f
             "leaderboard"}
 TEST_KEYS = {"score", "max_score", "status", "name", "name_format", "number", "output",
              "output_format", "tags", "visibility", "extra_data"}
+
+
+def check(part, index=0):
+    """The test name "part/check" of a part's check number `index`."""
+    return f"{part}/{checks_of([part])[part][index][0]}"
 
 
 def assert_gradescope(results):
@@ -64,7 +70,7 @@ def autograder_zip(tmp_path_factory):
     base = tmp_path_factory.mktemp("autograder")
     visibility = base / "visibility.json"
     visibility.write_text(json.dumps({"default": "after_published", "linear": "visible",
-                                      "adam/adam_closed_form": "hidden"}))
+                                      check("adam"): "hidden"}))
     ok(nt("assignment", "autograder", "--out", base / "autograder.zip",
           "--visibility", visibility, cwd=ROOT))
     return base / "autograder.zip"
@@ -75,15 +81,15 @@ def autograder_zip(tmp_path_factory):
 def test_gradescope_results_of_the_reference_follow_the_schema(copies, tmp_path):
     visibility = tmp_path / "visibility.json"
     visibility.write_text(json.dumps({"default": "hidden", "softmax": "after_published",
-                                      "linear/linear_gradients": "visible"}))
+                                      check("linear"): "visible"}))
     out = tmp_path / "results.json"
     ok(nt("assignment", "grade", copies / "reference", "--gradescope", out,
           "--visibility", visibility))
     results = assert_gradescope(json.loads(out.read_text()))
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
     seen = {t["name"]: t["visibility"] for t in results["tests"]}
-    assert seen["linear/linear_gradients"] == "visible"
-    assert seen["linear/linear_accumulates"] == "hidden"
+    assert seen[check("linear")] == "visible"
+    assert seen[check("linear", 1)] == "hidden"
     assert {v for n, v in seen.items() if n.startswith("softmax/")} == {"after_published"}
     assert str(tmp_path.parent) not in out.read_text()          # no absolute path
 
@@ -144,7 +150,7 @@ def test_every_check_is_a_test_whatever_ran(tmp_path):
     """A stubbed part stops at its first check and a crashed one runs none: the other checks
     are still tests (0 points, the part's reason); unknown check names give one test."""
     from numpy_transformer.assignment.grade import GradeReport
-    from numpy_transformer.assignment.gradescope import checks_of, gradescope_results
+    from numpy_transformer.assignment.gradescope import gradescope_results
     from numpy_transformer.assignment.parts import CheckResult, PartResult
     first, *rest = checks_of(["linear"])["linear"]
     total = first[1] + sum(points for _, points in rest)
@@ -193,11 +199,12 @@ def test_zip_holds_executable_scripts_and_the_grader(autograder_zip):
         names = set(archive.namelist())
         modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
         config = json.loads(archive.read("autograder.json"))
-    assert {"setup.sh", "run_autograder", "autograder.json", "assignment.json",
+    assert {"setup.sh", "run_autograder", "autograder.json",
             "numpy_transformer/assignment/grade.py"} <= names
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not any("__pycache__" in n or n.endswith(".pyc") or n.startswith("/") for n in names)
-    assert config["visibility"]["adam/adam_closed_form"] == "hidden"
+    assert config["visibility"][check("adam")] == "hidden"
+    assert "assignment.json" not in names and config["manifest"]["parts"] == config["parts"]
 
 
 def test_setup_sh_installs_numpy_with_pip(autograder_zip, tmp_path):
@@ -222,9 +229,9 @@ def test_autograder_grades_a_whole_student_copy(autograder_zip, copies, tmp_path
     results = run_autograder(root)
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
     seen = {t["name"]: t["visibility"] for t in results["tests"]}
-    assert seen["adam/adam_closed_form"] == "hidden"
-    assert seen["linear/linear_gradients"] == "visible"
-    assert seen["softmax/softmax_gradients"] == "after_published"
+    assert seen[check("adam")] == "hidden"
+    assert seen[check("linear")] == "visible"
+    assert seen[check("softmax")] == "after_published"
     assert str(tmp_path) not in json.dumps(results)
 
 

@@ -9,8 +9,9 @@ the score is what /autograder/results/results.json says. The zip holds:
 
     setup.sh          installs NumPy (the grader's only dependency) with pip3
     run_autograder    runs autograder_run.py and guarantees a results.json
-    autograder.json   the parts, the time limit per part and the visibility of each check
-    assignment.json   the manifest of a student copy of those parts (from make())
+    autograder.json   the parts, the time limit per part, the visibility of each check and
+                      the manifest (assignment.json) of a student copy of those parts, from
+                      make(); not a file of its own, which would mark source/ a student copy
     numpy_transformer/  the teacher's package, grader included; it stays in
                         /autograder/source and is not installed, so the student's
                         grading process (PYTHONPATH = the student's copy) cannot import it
@@ -82,11 +83,11 @@ def _package_files(package=PACKAGE):
 
 
 def _manifest_of(parts):
-    """The assignment.json a student copy of `parts` has (make() writes it)."""
+    """The assignment.json of a student copy of `parts` (make() writes it), as a dict."""
     from .make import make
     with tempfile.TemporaryDirectory() as tmp:
         make(Path(tmp) / "copy", parts)
-        return (Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8")
+        return json.loads((Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8"))
 
 
 def build_autograder(out, parts=None, visibility=None, timeout=60.0):
@@ -106,13 +107,12 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0):
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its folder {out.parent} does not exist")
     config = {"format": 1, "parts": parts, "timeout": timeout,
-              "visibility": read_visibility(visibility).to_dict()}
-    manifest = _manifest_of(parts)           # InputError when run from a student copy
+              "visibility": read_visibility(visibility).to_dict(),
+              "manifest": _manifest_of(parts)}          # InputError from a student copy
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
         _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
         _add(archive, "autograder.json", json.dumps(config, indent=2) + "\n")
-        _add(archive, "assignment.json", manifest)
         for path, name in _package_files():
             _add(archive, name, path.read_bytes())
     return config

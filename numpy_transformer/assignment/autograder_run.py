@@ -66,11 +66,12 @@ def _no_links(folder, names):
             or os.path.islink(os.path.join(folder, n))]
 
 
-def assemble(package, manifest_text, into):
+def assemble(package, manifest, into):
     """A student copy in `into`: the student's package and the teacher's manifest."""
     into = Path(into)
     shutil.copytree(package, into / PACKAGE_NAME, ignore=_no_links)
-    (into / "assignment.json").write_text(manifest_text, encoding="utf-8")
+    (into / "assignment.json").write_text(json.dumps(manifest, indent=2) + "\n",
+                                          encoding="utf-8")
     return into
 
 
@@ -83,8 +84,7 @@ def grade_submission(root):
     try:
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
         with tempfile.TemporaryDirectory() as tmp:
-            manifest = (source / "assignment.json").read_text(encoding="utf-8")
-            copy = assemble(package, manifest, Path(tmp) / "copy")
+            copy = assemble(package, config["manifest"], Path(tmp) / "copy")
             report = grade(copy, parts=parts, timeout=config["timeout"])
     except InputError as err:
         return not_graded_results(str(err), parts, visibility, time.monotonic() - start)
