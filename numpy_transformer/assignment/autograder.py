@@ -109,12 +109,14 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0):
     config = {"format": 1, "parts": parts, "timeout": timeout,
               "visibility": read_visibility(visibility).to_dict(),
               "manifest": _manifest_of(parts)}          # InputError from a student copy
-    with zipfile.ZipFile(out, "w") as archive:
+    partial = out.with_name(out.name + ".partial")
+    with zipfile.ZipFile(partial, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
         _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
         _add(archive, "autograder.json", json.dumps(config, indent=2) + "\n")
         for path, name in _package_files():
             _add(archive, name, path.read_bytes())
+    partial.replace(out)                     # never half a zip under the name asked for
     return config
 
 
@@ -125,6 +127,7 @@ def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
            f" ({config['timeout']:g} s per part"
            f"{'; some checks ' + ' / '.join(hidden) if hidden else ''}). Upload it as the "
-           "programming assignment's autograder (Ubuntu base image); students submit their "
-           "numpy_transformer/ folder or their whole copy.")
+           "programming assignment's autograder (Ubuntu base image) with a time limit above "
+           f"{len(config['parts']) * config['timeout']:g} s (the worst case); students submit "
+           "their numpy_transformer/ folder or their whole copy.")
     return 0
