@@ -1,19 +1,27 @@
 """Making a student copy: the package with the chosen parts' solutions turned into stubs.
 
-    make(out, parts=None)              -> the manifest (a dict), writes the copy
+    make(out, parts=None, solutions=False, teacher=False)   -> the manifest, writes the copy
     make_assignment(out, parts=None)   the command line's `assignment make --out DIR`
 
-The copy holds numpy_transformer/ (without the grader's mistake catalogue),
-notebooks/ when this package sits in a source checkout, a README for students
-and assignment.json, which lists the parts and tells `grade` that DIR is a
-student copy. Every file keeps its place, its imports and its docstrings;
-only the lines between the markers of the chosen parts change. In the
-notebooks, the lessons' exercise regions (markers without a part name) are
-always stubbed, and named ones when their part is chosen.
+The copy holds numpy_transformer/, notebooks/ when this package sits in a
+source checkout, a README for students and assignment.json, which lists the
+parts and tells `grade` that DIR is a student copy. Every file keeps its
+place, its imports and its docstrings; only the lines between the markers of
+the chosen parts change. In the notebooks, the lessons' exercise regions
+(markers without a part name) are always stubbed, and named ones (a lesson
+cell that computes a part's answer) when their part is chosen.
+
+Nothing to copy: the grader (checks, mistake catalogue, runner) stays in the
+teacher's installed package. The copy's numpy_transformer/assignment/ holds
+only the part names (registry.py) and small modules, written here, that make
+`assignment make|grade` inside a copy say where grading runs. The answer keys
+of the lessons' think questions (notebooks/answers/) go only into a teacher
+copy (teacher=True), never into a student's.
 """
 
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
 from .markers import (MarkerError, find_regions, regions_in_source, replace_region_bodies,
@@ -23,7 +31,64 @@ from ..errors import InputError
 
 MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[1]          # the reference numpy_transformer/
-NOT_COPIED = ("__pycache__", "*.pyc", "mistakes.py", ".ipynb_checkpoints")
+NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
+ANSWERS = "answers"              # notebooks/answers/: the think questions' keys, teacher only
+STUDENT_ASSIGNMENT = ("registry.py",)        # of assignment/, the only module copied as it is
+GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
+                    "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
+                    "run outside the copy); check your gradients here with "
+                    "`python -m numpy_transformer gradcheck --layers-only`")
+STUDENT_INIT = '''"""A student copy's assignment package: the names of the parts, no grader.
+
+{doc}
+
+The teacher's assignment package (the grader, its checks, the copy maker) is
+not in this copy. Importing any of its modules here gives a stand-in whose
+every function raises that message as an InputError, so each `assignment`
+command ends with `error: ...` whatever the teacher's version of the package.
+"""
+
+import importlib.abc
+import importlib.util
+import sys
+
+from ..errors import InputError
+from .registry import PARTS, TITLES  # noqa: F401
+
+MESSAGE = {message!r}
+
+
+def _refuse(*args, **kwargs):
+    raise InputError(MESSAGE)
+
+
+class _GradedElsewhere(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Last on sys.meta_path: a module of this package that is not here is a stand-in."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.rpartition(".")[0] == __name__:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        def stand_in(attr):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return _refuse
+        module.__getattr__ = stand_in
+
+
+sys.meta_path.append(_GradedElsewhere())
+'''
+STUDENT_MODULES = {      # what a copy's assignment/ needs: the part names, and where grading runs
+    "__init__.py": STUDENT_INIT.format(message=GRADED_ELSEWHERE,
+                                       doc=textwrap.fill(GRADED_ELSEWHERE + ".", 78)),
+    "parts.py": '"""The parts of the assignment (the checks are not in a student copy)."""\n\n'
+                "from .registry import PARTS, TITLES, validate_parts  # noqa: F401\n",
+}
 
 
 def read_manifest(root, required=True):
@@ -52,6 +117,32 @@ def package_regions(package=PACKAGE):
     return regions
 
 
+def notebook_regions(notebooks):
+    """Every solution region of the lessons' code cells, as (notebook path, cell index, Region);
+    MarkerError if a named one names no known part."""
+    found = []
+    for path in sorted(Path(notebooks).glob("*.ipynb")):
+        for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            text = "".join(cell.get("source", []))
+            if cell.get("cell_type") != "code" or "SOLUTION" not in text:
+                continue
+            for r in regions_in_source(text, f"{path.name} cell {index}"):
+                if r.part and r.part not in PARTS:
+                    raise MarkerError(f"{r.path}: region of unknown part {r.part!r}; "
+                                      f"valid parts: {', '.join(PARTS)}")
+                found.append((path, index, r))
+    return found
+
+
+def _copy_assignment(target):
+    """The copy's assignment/: the part names, and modules that say where grading runs."""
+    target.mkdir()
+    for name in STUDENT_ASSIGNMENT:
+        shutil.copy2(PACKAGE / "assignment" / name, target / name)
+    for name, text in STUDENT_MODULES.items():
+        (target / name).write_text(text, encoding="utf-8")
+
+
 def _stub_notebook(path, parts):
     """Stub the marked regions in a notebook's code cells (unnamed regions always)."""
     book = json.loads(path.read_text(encoding="utf-8"))
@@ -77,9 +168,11 @@ def _readme(parts, regions, solutions, notebooks):
     for part in parts:
         where = "<br>".join(f"`{r.path}` `{r.qualname}`" for r in regions if r.part == part)
         lines.append(f"| {part} | {max_points(part)} | {TITLES[part]} | {where} |")
-    lines += ["", "Check your work from this folder (it imports the package here):", "",
-              "    python -m numpy_transformer gradcheck --layers-only",
-              "    python -m numpy_transformer assignment grade .", "",
+    lines += ["", "Check your gradients from this folder (it imports the package here):", "",
+              "    python -m numpy_transformer gradcheck --layers-only", "",
+              "It reports every layer whose part you have not written yet as `not implemented`",
+              "(naming the part) and goes on with the others. Grading runs from your teacher's",
+              "installed package; this copy holds no grader.", "",
               "The grader compares every backward with float64 finite differences: a correct",
               "answer agrees to about 1e-9 relative (a check passes at 1e-7), a wrong one is",
               "off by 1e-2 or more. It also tests what finite differences cannot see:",
@@ -87,17 +180,20 @@ def _readme(parts, regions, solutions, notebooks):
               "weights must receive every contribution, fully masked rows must stay finite."]
     if notebooks:
         lines += ["", "The lessons in notebooks/ have exercises stubbed the same way; each check",
-                  "after an exercise states the error a correct answer reaches."]
+                  "after an exercise states the error a correct answer reaches. A lesson stops",
+                  "at the first cell that needs a part you have not written, and the",
+                  "NotImplementedError names that part."]
     if solutions:
         lines += ["", "(This is a solution copy: the reference code is still in place.)"]
     return "\n".join(lines) + "\n"
 
 
-def make(out, parts=None, solutions=False):
+def make(out, parts=None, solutions=False, teacher=False):
     """Write a student copy into `out` (new or empty); returns its manifest.
 
     parts      the parts to stub (default: all, see PARTS); ValueError for unknown names
     solutions  keep the reference code in place (a solution copy, to check the grader)
+    teacher    also copy the answer keys of the lessons' think questions (notebooks/answers/)
     """
     parts = validate_parts(parts)
     own = read_manifest(PACKAGE.parent, required=False)
@@ -108,21 +204,23 @@ def make(out, parts=None, solutions=False):
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out} already exists and is not an empty folder; choose a new one")
     regions = package_regions()
+    notebooks = PACKAGE.parent / "notebooks"
+    lessons = notebook_regions(notebooks) if notebooks.is_dir() else []   # checks their names
     target = out / "numpy_transformer"
-    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED))
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED, "assignment"))
+    _copy_assignment(target / "assignment")
     stubbed = [] if solutions else parts
     for path in sorted({r.path for r in regions if r.part in stubbed}):
         file = target / path
         mine = [r for r in regions if r.path == path and r.part in stubbed]
         lines = stub_lines(file.read_text(encoding="utf-8").split("\n"), mine)
         file.write_text("\n".join(lines), encoding="utf-8")
-    notebooks = PACKAGE.parent / "notebooks"
     if notebooks.is_dir():
+        keys = () if teacher else (ANSWERS,)
         shutil.copytree(notebooks, out / "notebooks",
-                        ignore=shutil.ignore_patterns(*NOT_COPIED))
-        if not solutions:
-            for book in sorted((out / "notebooks").rglob("*.ipynb")):
-                _stub_notebook(book, parts)
+                        ignore=shutil.ignore_patterns(*NOT_COPIED, *keys))
+        for book in sorted({path.name for path, _, _ in lessons} if not solutions else []):
+            _stub_notebook(out / "notebooks" / book, parts)
     readme = _readme(parts, regions, solutions, notebooks.is_dir())
     (out / "README.md").write_text(readme, encoding="utf-8")
     manifest = {"format": 1, "parts": parts, "stubbed": stubbed,

@@ -7,10 +7,16 @@ A region is a run of lines between two one-line comments,
     ...the reference code...
     # END SOLUTION
 
-inside one function. The name after BEGIN is the assignment part the region
-belongs to (a part may own several regions). In a student copy the lines
-between the markers become `raise NotImplementedError("<function>: <hint>")`,
+inside one function (or a notebook cell). The name after BEGIN is the
+assignment part the region belongs to (a part may own several regions); a
+region without a name is a lesson exercise. In a student copy the lines
+between the markers become
+
+    raise NotImplementedError("<function>: <hint> [assignment part <part>]")
+
 indented like the markers, which stay so that students see where to write.
+The part's name in the message tells whoever runs into the stub (a lesson, a
+layer's gradient check, a model) which part of the assignment it needs.
 """
 
 import ast
@@ -136,6 +142,8 @@ def stub_lines(lines, regions):
     out, last = [], 0
     for r in sorted(regions, key=lambda r: r.begin):
         message = f"{r.qualname or r.path}: {r.hint or 'write this part'}"
+        if r.part:
+            message += f" [assignment part {r.part}]"
         out += lines[last:r.begin + 1]
         out.append(f"{r.indent}raise NotImplementedError({message!r})")
         last = r.end

@@ -7,9 +7,11 @@ overflowing, so logits of 1e4 are fine. With a boolean `mask` (True = keep),
 masked entries get probability exactly 0; a row with nothing kept is all zeros
 (never NaN).
 
-Backward (p = softmax(x), dp the upstream gradient):
-    dx_i = sum_j dp_j dp_j/dx_i = p_i (dp_i - sum_j dp_j p_j)
-the Jacobian-vector product of diag(p) - p p^T, never the (n, n) Jacobian itself.
+Backward (p = softmax(x), dp the upstream gradient): the Jacobian of one row is
+    dp_j/dx_i = p_j (delta_ij - p_i),   i.e. J = diag(p) - p p^T (symmetric),
+and dx = J dp is computed as a Jacobian-vector product along `axis`, never
+building the (n, n) Jacobian itself (deriving its one-line form is the
+`softmax` part of the assignment).
 
 log_softmax(x) = x - m - log sum_j exp(x_j - m)
 Backward: dx = dz - softmax(x) * sum_j dz_j.
@@ -45,7 +47,10 @@ def softmax(x, axis=-1, mask=None):
 
 
 def softmax_backward(dp, p, axis=-1):
-    """dx = p * (dp - sum(dp * p)) for p = softmax(x)."""
+    """dx = J dp for p = softmax(x) along `axis`, J = diag(p) - p p^T per row (see above).
+
+    Shapes: dp and p alike; returns dx of that shape. No Jacobian is built.
+    """
     # BEGIN SOLUTION softmax
     # HINT: the Jacobian-vector product of diag(p) - p p^T along axis, without the Jacobian
     return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))

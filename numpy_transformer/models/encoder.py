@@ -46,6 +46,7 @@ class Encoder(Module):
     (post-norm blocks already end normalised).
 
     Shapes: x (B, S, D) -> memory (B, S, D).
+    `backward` reads only `layers` and `norm`: GPT.backward runs it on its own stack.
     """
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,

@@ -24,7 +24,7 @@ from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from ..module import Module
 from .config import GPTConfig  # noqa: F401  (re-exported: models.gpt.GPTConfig)
-from .encoder import EncoderBlock
+from .encoder import Encoder, EncoderBlock
 from .transformer import check_output_gradient, xavier_uniform_
 
 
@@ -34,8 +34,10 @@ class GPT(Module):
     Forward: x = PE(Embed(ids)); N EncoderBlocks with a causal mask (self-attention
         then feed-forward, each in a residual SublayerConnection); a final LayerNorm
         when pre-norm; logits = x W_out + b (W_out = E^T when tied).
-    Backward: the same path in reverse: projection, final norm, blocks in reverse
-        order, positional dropout, embedding (the tied E gets both gradients added).
+    Backward: the same path in reverse: projection, then the blocks and final norm
+        exactly as an Encoder stack's backward (shared: `Encoder.backward` reads only
+        `layers` and `norm`, which GPT has alike), positional dropout, embedding (the
+        tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
     Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only),
@@ -81,10 +83,7 @@ class GPT(Module):
         """Fill the gradient of every parameter; token ids get no gradient (returns None)."""
         check_output_gradient(self, dlogits)
         dx = self.output_projection.backward(dlogits)                        # (B, T, D)
-        if self.norm is not None:
-            dx = self.norm.backward(dx)
-        for layer in reversed(self.layers):
-            dx = layer.backward(dx)                                          # (B, T, D)
+        dx = Encoder.backward(self, dx)          # final norm, blocks in reverse: an Encoder's
         self.embed.backward(self.pos.backward(dx))
         return None
 

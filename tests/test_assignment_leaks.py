@@ -1,0 +1,238 @@
+"""Nothing to copy: a full student copy holds no line of any reference solution.
+
+The scan makes a student copy with every part stubbed and reads every file in it
+(code, docstrings, notebooks with their outputs, README, manifest) against
+
+- every line of every solution region of the reference: the package's regions
+  (one per part, new parts included automatically) and the lessons' (named
+  ones, a cell computing a part's answer, and the unnamed exercises);
+- every line of the grader that the copy must not carry: the checks
+  (assignment/checks_*.py), the catalogue of mistakes and the grading runner;
+- every line of the answer keys of the think questions (notebooks/answers/).
+
+Lines are compared with their whitespace normalised and a trailing comment
+dropped. A line is trivial, and not looked for, only when it says nothing about
+an answer: blank, a comment, a lone keyword (`pass`, `else:`, `try:`), lone
+brackets, `return` of bare names (`return dx`), an import, a decorator, a
+`def`/`class` header (a stub keeps every signature), unpacking what forward
+saved (`xhat, r = self.saved`: the docstrings say what is saved), or the
+`raise NotImplementedError(...)` of a stub. Lines that the reference shows
+outside every region (package code, lesson cells, notebooks/README.md) are in
+every copy whatever the regions hold, so they are not looked for when they
+cannot reveal an answer: any such line of a lesson's exercise region (no part
+name: the exercise reuses the lessons' scaffolding), and such lines under 30
+characters of a part's region (`if eps:`, `p -= s2`); a longer line of a part's
+solution that shows up outside the regions is a leak. Of the grader's files,
+every line that the reference does not show elsewhere is looked for (what it
+shares with the package, such as `except InputError as err:`, is not the
+grader's, nor what it shares with registry.py, which a copy carries). In the
+copy, the stub lines (which show the hints on purpose) are not searched. A line
+of a solution is a hit when a line of the copy equals it, or, for a line of 30
+characters or more, contains it (a docstring quoting the code). A hit names the
+file, line, and where the solution line comes from.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from numpy_transformer.assignment import make
+from numpy_transformer.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
+                                               notebook_regions, package_regions)
+
+ROOT = PACKAGE.parent
+NOTEBOOKS = ROOT / "notebooks"
+LONG = 30                       # solution lines this long are also found inside longer lines
+KEYWORDS = {"pass", "else:", "try:", "finally:", "break", "continue", "return", "return None"}
+
+
+def normalise(line):
+    """The code of a line: a trailing comment (one with no quote after its #) dropped,
+    whitespace runs made one space."""
+    return " ".join(re.sub(r"\s*#[^\"']*$", "", line).split())
+
+
+def trivial(code):
+    """True for a normalised line that tells nothing about any answer (see the docstring)."""
+    return (not code or code in KEYWORDS or code.startswith(("import ", "from ", "@"))
+            or re.fullmatch(r"[()\[\]{},:]+", code) is not None
+            or re.fullmatch(r"return \w+(, \w+)*", code) is not None
+            or re.fullmatch(r"(async )?(def|class) \w+.*:", code) is not None
+            or re.fullmatch(r"\w+(, \w+)* = self\.saved(_for_backward\(\))?", code) is not None
+            or code.startswith("raise NotImplementedError("))
+
+
+def region_lines(lines, regions):
+    """The code lines strictly inside each region, less its HINT (the stub shows the hint)."""
+    for r in regions:
+        for line in lines[r.begin + 1:r.end]:
+            if not line.strip().startswith("# HINT:"):
+                yield line
+
+
+def cell_lines(book):
+    """{cell index: source lines} of a notebook's code cells."""
+    cells = json.loads(book.read_text(encoding="utf-8"))["cells"]
+    return {i: "".join(c["source"]).split("\n") for i, c in enumerate(cells)
+            if c["cell_type"] == "code"}
+
+
+def lesson_cells():
+    """[(notebook, cell index, source lines, [its Regions])] of every lesson's code cells."""
+    lessons, found = notebook_regions(NOTEBOOKS), []
+    for book in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for index, lines in cell_lines(book).items():
+            found.append((book, index, lines,
+                          [r for b, i, r in lessons if b == book and i == index]))
+    return found
+
+
+def outside_regions(lines, regions):
+    inside = {i for r in regions for i in range(r.begin, r.end + 1)}
+    return [line for i, line in enumerate(lines) if i not in inside]
+
+
+def solution_lines():
+    """{normalised line: where it comes from} for every region, grader file and answer key."""
+    found, regions, cells = {}, package_regions(), lesson_cells()
+    files = {path: (PACKAGE / path).read_text(encoding="utf-8").split("\n") for path in
+             sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+                    if "assignment" not in p.relative_to(PACKAGE).parts)}
+    shown = [(NOTEBOOKS / "README.md").read_text(encoding="utf-8").split("\n")]
+    shown += [(PACKAGE / "assignment" / name).read_text(encoding="utf-8").split("\n")
+              for name in STUDENT_ASSIGNMENT]
+    shown += [outside_regions(lines, [r for r in regions if r.path == path])
+              for path, lines in files.items()]
+    shown += [outside_regions(lines, mine) for _, _, lines, mine in cells]
+    given = {normalise(line) for lines in shown for line in lines}
+
+    def add(lines, where, exempt=lambda code: False):
+        for line in lines:
+            code = normalise(line)
+            if not (trivial(code) or exempt(code)):
+                found.setdefault(code, where)
+
+    for path in sorted({r.path for r in regions}):
+        add(region_lines(files[path], [r for r in regions if r.path == path]),
+            f"solution region of {path}", lambda code: code in given and len(code) < LONG)
+    for book, index, lines, mine in cells:
+        for r in mine:
+            short = (lambda code: code in given and len(code) < LONG) if r.part else given.__contains__
+            add(region_lines(lines, [r]), f"solution region of {r.path}", short)
+    for path in sorted((PACKAGE / "assignment").glob("*.py")):
+        if path.name not in STUDENT_ASSIGNMENT and path.name not in {"__init__.py", "make.py",
+                                                                    "markers.py", "parts.py"}:
+            add(path.read_text(encoding="utf-8").split("\n"),
+                f"grader file assignment/{path.name}", given.__contains__)
+    for path in sorted((NOTEBOOKS / ANSWERS).glob("*.md")):
+        add(path.read_text(encoding="utf-8").split("\n"), f"answer key {path.name}")
+    return found
+
+
+def text_lines(path):
+    """Every line of a copied file: a notebook's sources and outputs, any other text file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return []
+    if path.suffix != ".ipynb":
+        return text.split("\n")
+    lines = []
+    for cell in json.loads(text)["cells"]:
+        lines += "".join(cell.get("source", [])).split("\n")
+        for output in cell.get("outputs", []):
+            for value in [output.get("text", "")] + list(output.get("data", {}).values()):
+                lines += ("".join(value) if isinstance(value, list) else str(value)).split("\n")
+    return lines
+
+
+def leaks(copy, solutions):
+    """[(file:line, line, where the solution line comes from)] for every hit in `copy`."""
+    long_lines = [(code, where) for code, where in solutions.items() if len(code) >= LONG]
+    hits = []
+    for path in sorted(p for p in Path(copy).rglob("*") if p.is_file()):
+        for number, line in enumerate(text_lines(path), start=1):
+            code = " ".join(line.split())
+            if code.startswith("raise NotImplementedError("):
+                continue                                  # a stub: its hint is shown on purpose
+            where = solutions.get(normalise(line))
+            where = where or next((w for s, w in long_lines if s in code), None)
+            if where:
+                hits.append((f"{path.relative_to(copy)}:{number}", line.strip(), where))
+    return hits
+
+
+@pytest.fixture(scope="module")
+def student_copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("leaks") / "copy"
+    make(out)                                         # every part stubbed
+    return out
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    return solution_lines()
+
+
+def test_the_scan_knows_the_solutions(solutions):
+    """The scan has something to look for: every part's regions, the lessons', the checks,
+    the answer keys; and it finds them in a solution copy, where they are all in place."""
+    sources = set(solutions.values())
+    assert any("layers/linear.py" in s for s in sources)
+    assert any(".ipynb cell" in s for s in sources)
+    assert any("checks_training.py" in s for s in sources)
+    assert any(s.startswith("answer key") for s in sources)
+    assert "self.grads[\"weight\"] += x2.T @ dy2" in solutions
+
+
+def test_the_scan_finds_a_planted_leak(tmp_path, solutions):
+    (tmp_path / "numpy_transformer").mkdir()
+    (tmp_path / "numpy_transformer" / "helper.py").write_text(
+        'def f(x2, dy2):\n    """Hint: self.grads["weight"] += x2.T @ dy2."""\n    return dx\n')
+    assert leaks(tmp_path, solutions) == [
+        ("numpy_transformer/helper.py:2", '"""Hint: self.grads["weight"] += x2.T @ dy2."""',
+         "solution region of layers/linear.py")]
+
+
+def test_trivial_lines_are_few_and_say_nothing():
+    assert all(trivial(normalise(line)) for line in
+               ["", "    # undo (3)", "pass", "    return dx", "return dq, dk, dv", ")",
+                "    ]", "import numpy as np", "@check('linear', 2, '')", "else:"])
+    assert not any(trivial(normalise(line)) for line in
+                   ["return dy @ W.T", "dx = dout", "d = 2 * x", "return self.w.backward(d)"])
+
+
+def test_full_student_copy_holds_no_solution_grader_or_answer_key(student_copy, solutions):
+    hits = leaks(student_copy, solutions)
+    assert not hits, "solution lines in the student copy:\n" + "\n".join(
+        f"  {where}: {line!r}  (from {source})" for where, line, source in hits)
+
+
+def test_student_copy_has_no_grader_and_no_answers(student_copy):
+    assignment = student_copy / "numpy_transformer" / "assignment"
+    assert sorted(p.name for p in assignment.iterdir()) == sorted(
+        ["__init__.py", "parts.py", *STUDENT_ASSIGNMENT])
+    assert not (student_copy / "notebooks" / ANSWERS).exists()
+    assert "textbook_adam" not in "\n".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in student_copy.rglob("*") if p.is_file())
+
+
+def test_every_think_question_has_an_answer_key():
+    """Each lesson asking a "(think)" question has notebooks/answers/<lesson>.md answering it."""
+    asked = [book for book in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+             if "(think)" in book.read_text(encoding="utf-8")]
+    assert len(asked) >= 14
+    for book in asked:
+        key = NOTEBOOKS / ANSWERS / f"{book.stem}.md"
+        assert key.is_file(), f"{book.name}: its think question has no answer key {key}"
+        assert "exercise 3 (think)" in key.read_text(encoding="utf-8").splitlines()[0]
+
+
+def test_teacher_copy_carries_the_answer_keys(tmp_path):
+    manifest = make(tmp_path / "teacher", solutions=True, teacher=True)
+    keys = sorted(p.name for p in (tmp_path / "teacher" / "notebooks" / ANSWERS).iterdir())
+    assert keys == sorted(p.name for p in (NOTEBOOKS / ANSWERS).iterdir())
+    assert manifest["stubbed"] == []

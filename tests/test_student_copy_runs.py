@@ -1,0 +1,109 @@
+"""A student copy works as a student uses it: the commands run in it, `gradcheck` reports
+every stub as "not implemented" and carries on, and a lesson stops only at the cell that
+needs a missing part, with a message that names the part.
+
+Every command runs in a fresh process inside the copy (cwd = the copy, so that
+`python -m numpy_transformer` imports the copy's package); the lessons run in a
+Jupyter kernel whose PYTHONPATH is the copy.
+"""
+
+import re
+
+import pytest
+from doors import error, nt, ok
+
+from numpy_transformer.assignment import make
+
+
+@pytest.fixture(scope="module")
+def full_copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full") / "copy"
+    make(out)                                             # every part stubbed
+    return out
+
+
+@pytest.fixture(scope="module")
+def layernorm_copy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("layernorm") / "copy"
+    make(out, parts=["layernorm"])
+    return out
+
+
+def report_lines(done):
+    """{status: [case names]} of a gradcheck report, and its last line."""
+    assert done.returncode == 1, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    rows = {}
+    for line in done.stdout.splitlines():
+        status = line.split(" ", 1)[0]
+        if status in ("ok", "FAIL", "todo"):
+            rows.setdefault(status, []).append(line)
+    return rows, done.stdout.strip().splitlines()[-1]
+
+
+def test_commands_run_in_a_student_copy_and_grading_points_to_the_teacher(full_copy):
+    assert "assignment" in ok(nt("--help", cwd=full_copy))
+    error(nt("assignment", "grade", ".", cwd=full_copy), 2, "student copy",
+          "teacher's installed")
+    error(nt("assignment", "make", "--out", "x", cwd=full_copy), 2, "student copy")
+
+
+def test_gradcheck_in_a_full_copy_reports_each_stub_and_carries_on(full_copy):
+    rows, last = report_lines(nt("gradcheck", "--layers-only", cwd=full_copy))
+    assert not rows.get("FAIL"), rows["FAIL"]
+    assert any(line.startswith("ok   ReLU") for line in rows["ok"])          # after the stubs
+    stubs = rows["todo"]
+    assert any("Linear(4, 5)" in line and "[assignment part linear]" in line for line in stubs)
+    assert any("LayerNorm(5)" in line and "[assignment part layernorm]" in line
+               for line in stubs)
+    assert all("not implemented: " in line for line in stubs)
+    assert re.fullmatch(rf"{len(stubs)} cases not implemented \(assignment parts: .*linear.*\); "
+                        r"the others agree", last), last
+
+
+def test_gradcheck_with_one_part_stubbed_names_only_that_part(layernorm_copy):
+    rows, last = report_lines(nt("gradcheck", "--layers-only", cwd=layernorm_copy))
+    assert not rows.get("FAIL")
+    assert all("[assignment part layernorm]" in line for line in rows["todo"])
+    assert any("Linear(4, 5)" in line for line in rows["ok"])
+    assert last == (f"{len(rows['todo'])} cases not implemented (assignment parts: layernorm); "
+                    "the others agree")
+
+
+def run_lesson(copy, name, monkeypatch):
+    """Execute notebooks/<name>*.ipynb of `copy` until its first error:
+    (index of the failing cell, error text, cells executed before it)."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    path = next((copy / "notebooks").glob(f"{name}_*.ipynb"))
+    book = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("PYTHONPATH", str(copy))           # the kernel imports the copy
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    client = nbclient.NotebookClient(book, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    with pytest.raises(nbclient.exceptions.CellExecutionError) as failure:
+        client.execute()
+    ran = [i for i, c in enumerate(book.cells)
+           if c.cell_type == "code" and c.get("execution_count")]
+    failing = next(i for i, c in enumerate(book.cells) if c.cell_type == "code" and any(
+        o.get("output_type") == "error" for o in c.get("outputs", [])))
+    return failing, str(failure.value), ran
+
+
+def test_a_lesson_stops_at_the_cell_needing_the_missing_part(layernorm_copy, monkeypatch):
+    """Lesson 4 with only `layernorm` stubbed: the forward cells run, the first backward
+    (cell 5) stops with the part's name; nothing before it fails."""
+    failing, message, ran = run_lesson(layernorm_copy, "04", monkeypatch)
+    assert failing == 5, message
+    assert "NotImplementedError" in message and "[assignment part layernorm]" in message
+    assert ran == [1, 3, 5]
+
+
+def test_a_lesson_runs_past_parts_that_are_written(tmp_path, monkeypatch):
+    """Lesson 7 with only `adam` stubbed: the cross-entropy cells (their part is in place)
+    run, and the lesson stops at the Adam-by-hand cell, a region of the `adam` part."""
+    make(tmp_path / "copy", parts=["adam"])
+    failing, message, ran = run_lesson(tmp_path / "copy", "07", monkeypatch)
+    assert failing == 14, message
+    assert "[assignment part adam]" in message and "07_loss_label_smoothing_adam" in message
+    assert ran == [1, 3, 5, 7, 9, 10, 12, 14]
