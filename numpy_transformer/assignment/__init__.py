@@ -5,9 +5,11 @@
 
 An assignment part is the set of solution regions of one name, marked in the
 package's sources by one-line comments `# BEGIN SOLUTION <part>` / `# END SOLUTION`
-(see markers.py). The grader checks each part with the float64 gradient checker
-and targeted checks (parts.py and checks_*.py), in a separate process that
-imports the student's copy, with every other part swapped for the reference.
+(see markers.py). The grader (grade.py) runs each part's tasks in a worker
+process of its own on the student's copy (worker.py: time and memory limits,
+no reference code importable), with stand-ins for the layers of other parts
+(standins.py), and compares the arrays it returns with the reference's itself
+(parts.py): only the right arrays score.
 """
 
 from .grade import grade, grade_assignment

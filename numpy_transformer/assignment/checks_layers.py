@@ -1,175 +1,95 @@
-"""Checks of the layer parts: linear, embedding, layernorm, softmax and feedforward,
-and the helpers every check uses. Each states the error a correct answer reaches.
-The gradient-check cases themselves are shared with the tests: gradcheck_cases.py.
+"""Checks of the layer parts: linear, embedding, positional_encoding, layernorm, softmax,
+gelu, dropout and feedforward.
 
-Finite differences run in float64 (the checker's fourth-order central
-differences with eps = 1e-4): a correct backward agrees to about 1e-9 (often
-1e-10) and a check passes at 1e-7 relative; a wrong one is off by 1e-2 or
-more. The other checks compare with exact expectations (accumulation, closed
-forms) and reach about 1e-15.
+Every check compares the student's arrays with the reference's on the same
+inputs (registry.py): a correct backward agrees to rounding (~1e-15 relative,
+pass at 1e-8); a wrong one is off by 1e-3 or more. Every axis has its own
+size, so a swapped or wrongly summed axis shows, and parameter gradients start
+from random values where a check says "prefilled", so a gradient written with
+= instead of += shows. A check that compares gradients gives nothing for
+zeros: a blank answer scores 0.
 """
 
-import numpy as np
+from .registry import check, task
 
-from ..gradcheck import gradcheck, perturb
-from ..gradcheck_cases import cases_of, rand
-from .registry import CheckFailed, check
+IDS = [[1, 3, 1, 6, 3], [0, 1, 1, 2, 6]]            # repeated ids in a row and across rows
 
-FD = "max rel err ~1e-9 against finite differences (pass <= 1e-7)"
-EXACT = "equal up to rounding, rel err ~1e-15 (pass <= 1e-10)"
+check("linear", "linear_gradients", 4, [
+    task("linear", 1, d_in=4, d_out=5, lead=[2, 3]),
+    task("linear", 2, d_in=4, d_out=3, lead=[6], bias=False)],
+    "dx = dy W^T, dW = x^T dy and db = the sum of dy over EVERY leading axis (here B and T)")
+check("linear", "linear_accumulates", 3, [
+    task("linear", 3, d_in=3, d_out=4, lead=[2, 5], prefill=True)],
+    "grads already held earlier contributions: ADD into them with +=, never overwrite")
+check("linear", "tied_linear_shares_its_gradient", 3, [
+    task("tied_linear", 4, vocab=7, d_model=4, lead=[2, 3])],
+    "TiedLinear must ADD dE = dy^T x into the array it shares with the embedding")
 
+check("embedding", "embedding_gradients", 4, [
+    task("embedding", 5, vocab=7, d_model=4, ids=IDS, scale=True),
+    task("embedding", 6, vocab=7, d_model=4, ids=IDS, scale=False)],
+    "row v of dW is the SUM of multiplier * dy over every position holding id v")
+check("embedding", "embedding_repeated_ids", 3, [
+    task("embedding", 7, vocab=5, d_model=3, ids=[[2, 2, 2], [2, 2, 2]], scale=False)],
+    "a token id that occurs 6 times gets all 6 rows of dy (fancy-index += keeps one)")
+check("embedding", "embedding_accumulates", 3, [
+    task("embedding", 8, vocab=7, d_model=4, ids=IDS, prefill=True)],
+    "grads already held earlier contributions (a tied output layer): ADD with +=")
 
-def failed(report, what):
-    """CheckFailed naming the tensors of a failed gradcheck report."""
-    bad = report.failing
-    names = ", ".join(f"{r.name} ({r.max_rel_error:.1e})" for r in bad[:3])
-    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-    verb = "does" if len(bad) == 1 else "do"
-    return CheckFailed(f"{what}: the gradient{'s' * (len(bad) > 1)} of {names}{more} {verb} "
-                       "not match finite differences (or not finite)", report.max_rel_error)
+check("positional_encoding", "sinusoidal_table", 6, [
+    task("positional_encoding", 9, d_model=8, max_len=12, lead=[2, 3]),
+    task("positional_encoding", 10, d_model=7, max_len=5, lead=[1, 4])],
+    "PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(the same angle); "
+    "an odd D has one more sine column", keys=("table",))
+check("positional_encoding", "positional_encoding_backward", 4, [
+    task("positional_encoding", 11, d_model=6, max_len=9, lead=[2, 4])],
+    "PE is a constant: dx is the dropout's backward of dy", keys=("dx",))
 
+check("layernorm", "layernorm_gradients", 6, [
+    task("layernorm", 12, d_model=5, lead=[2, 3], shift=1.0),
+    task("layernorm", 13, d_model=5, lead=[4])],
+    "dx = r (g - mean(g) - xhat mean(g xhat)) with g = dy gamma; dgamma, dbeta summed "
+    "over every leading axis")
+check("layernorm", "layernorm_accumulates", 4, [
+    task("layernorm", 14, d_model=6, lead=[3, 2], prefill=True)],
+    "grads already held earlier contributions: ADD with +=")
 
-def gradients_agree(module, *inputs, what, rtol=1e-7, **kwargs):
-    """gradcheck; CheckFailed naming the tensors that disagree. Returns the max rel error."""
-    report = gradcheck(module, *inputs, rtol=rtol, **kwargs)
-    if not report.passed:
-        raise failed(report, what)
-    return report.max_rel_error
+MASK = [[[True] * 5, [False] * 5, [True] * 5],
+        [[True, True, True, False, False]] * 3]       # (2, 3, 5): row (0, 1) fully masked
 
+check("softmax", "softmax_gradients", 4, [
+    task("softmax", 15, shape=[2, 3, 5])],
+    "dx = p (dp - sum(dp p)) along the softmax axis")
+check("softmax", "softmax_other_axis", 3, [
+    task("softmax", 16, shape=[2, 4, 3], axis=1),
+    task("softmax", 17, shape=[4, 2, 3], axis=0)],
+    "the sum runs along `axis`, which need not be the last one")
+check("softmax", "softmax_fully_masked_row", 3, [
+    task("softmax", 18, shape=[2, 3, 5], mask=MASK)],
+    "a fully masked row has p = 0, so its gradient is 0 (finite, never NaN)")
 
-def cases_agree(pkg, group):
-    """Run the shared gradient-check cases of `group` (gradcheck_cases.py) on `pkg`;
-    CheckFailed naming the first that disagrees. Returns the largest relative error."""
-    worst = 0.0
-    for case in cases_of(group):
-        report = case.run(pkg)
-        if not report.passed:
-            raise failed(report, case.name)
-        worst = max(worst, report.max_rel_error)
-    return worst
+check("gelu", "gelu_gradients", 6, [
+    task("gelu", 19, shape=[2, 3, 8])],
+    "dy * (0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 A x^2)), t = tanh(c (x + A x^3))")
+check("gelu", "gelu_large_inputs", 4, [
+    task("gelu", 20, shape=[3, 7], scale=6.0)],
+    "the same formula for large |x| (tanh saturates; stays finite)")
 
+check("dropout", "dropout_backward", 4, [
+    task("dropout", 21, p=0.3, shape=[2, 3, 8], mask_seed=11)],
+    "dx = dy * m / (1 - p) with forward's kept mask m and the same scale",
+    keys=("out", "dx"))
+check("dropout", "dropout_reapply", 2, [
+    task("dropout", 22, p=0.5, shape=[3, 4], mask_seed=12)],
+    "reapply(x) = x * m / (1 - p): the last forward's mask, no new draw", keys=("reapplied",))
+check("dropout", "dropout_scale_and_eval", 4, [
+    task("dropout", 23, p=0.75, shape=[4, 6], mask_seed=13),
+    task("dropout", 24, p=0.4, shape=[2, 5], mask_seed=14, training=False)],
+    "the 1 / (1 - p) scale (here 4); in eval mode dropout is the identity: dx = dy")
 
-def case_check(part, points, expect, group, name):
-    """Register a check called `name`, worth `points` of `part`: the gradient-check cases
-    of `group` agree (cases_agree)."""
-    def run(pkg):
-        return cases_agree(pkg, group)
-    run.__name__ = name
-    check(part, points, expect)(run)
-
-
-def accumulation_check(part, points, group, name):
-    """Register a check called `name`: the module of `group`'s first gradient-check case,
-    run forward and backward twice without zero_grad, must double every gradient in place."""
-    def run(pkg):
-        module, inputs, kwargs = cases_of(group)[0].build(pkg, np.random.default_rng(99))
-        out = module.forward(*inputs, **kwargs)
-        dout = rand(pkg, np.random.default_rng(98), *out.shape)
-        return accumulates(pkg, module, lambda: module.forward(*inputs, **kwargs), dout,
-                           type(module).__name__)
-    run.__name__ = name
-    check(part, points, EXACT)(run)
-
-
-def relative_error(pkg, got, expected):
-    xp = pkg.xp
-    scale = max(float(xp.abs(expected).max(initial=0.0)), 1e-300)
-    err = float(xp.abs(got - expected).max(initial=0.0)) / scale
-    return err if bool(xp.all(xp.isfinite(got))) else float("nan")
-
-
-def assert_close(pkg, got, expected, what, tol=1e-10):
-    err = relative_error(pkg, got, expected)
-    if not err <= tol:
-        raise CheckFailed(f"{what} (rel err {err:.1e})", err)
-    return err
-
-
-def accumulates(pkg, module, run_forward, dout, what):
-    """forward+backward twice without zero_grad: every gradient must double, in place."""
-    module.zero_grad()
-    arrays = {name: grad for name, _, grad in module.named_parameters()}
-    run_forward()
-    module.backward(dout)
-    once = {name: grad.copy() for name, grad in arrays.items()}
-    run_forward()
-    module.backward(dout)
-    worst = 0.0
-    for name, _, grad in module.named_parameters():
-        if grad is not arrays[name]:
-            raise CheckFailed(f"{what}: backward replaced the array grads[{name!r}]; add into it "
-                              "in place with += (tied weights and zero_grad rely on it)")
-        worst = max(worst, assert_close(pkg, grad, 2 * once[name],
-                                        f"{what}: after two backward calls grads[{name!r}] must "
-                                        "be twice one call's: ADD with +=, never overwrite"))
-    return worst
-
-
-case_check("linear", 4, FD, "linear", "linear_gradients")
-accumulation_check("linear", 3, "linear", "linear_accumulates")
-
-
-@check("linear", 3, "finite differences ~1e-9 (pass <= 1e-7); accumulation exact, ~1e-15")
-def tied_linear_accumulates(pkg):
-    rng = np.random.default_rng(3)
-    embedding = pkg.Embedding(7, 4, rng=rng)
-    tied = perturb(pkg.TiedLinear(embedding), rng)
-    x, dy = rand(pkg, rng, 2, 3, 4), rand(pkg, rng, 2, 3, 7)
-    err = cases_agree(pkg, "tied_linear")
-    tied.zero_grad()
-    tied.forward(x)
-    tied.backward(dy)
-    alone = embedding.grads["weight"].copy()
-    shared = embedding.grads["weight"]
-    before = rand(pkg, rng, 7, 4)              # what the embedding's own backward added
-    shared[...] = before
-    tied.forward(x)
-    tied.backward(dy)
-    if tied.grads["weight"] is not shared or embedding.grads["weight"] is not shared:
-        raise CheckFailed("TiedLinear replaced the gradient array it shares with the embedding: "
-                          "add into it in place with +=")
-    return max(err, assert_close(pkg, shared, before + alone,
-                                 "TiedLinear must ADD its gradient to what the tied embedding "
-                                 "already put in the shared array"))
-case_check("embedding", 4, FD, "embedding", "embedding_gradients")
-
-
-@check("embedding", 3, EXACT)
-def embedding_repeated_ids(pkg):
-    rng = np.random.default_rng(5)
-    emb = pkg.Embedding(5, 3, scale=False, rng=rng)
-    ids = pkg.xp.full((2, 3), 2)                               # one token, six times
-    dy = rand(pkg, rng, 2, 3, 3)
-    emb.zero_grad()
-    emb.forward(ids)
-    emb.backward(dy)
-    expected = pkg.xp.zeros((5, 3))
-    expected[2] = dy.reshape(-1, 3).sum(axis=0)
-    return assert_close(pkg, emb.grads["weight"], expected,
-                        "a token id that occurs 6 times must get the sum of its 6 rows of dy")
-accumulation_check("embedding", 3, "embedding", "embedding_accumulates")
-case_check("layernorm", 6, FD, "layernorm", "layernorm_gradients")
-accumulation_check("layernorm", 4, "layernorm", "layernorm_accumulates")
-case_check("softmax", 6, FD, "softmax", "softmax_gradients")
-
-
-@check("softmax", 4, "finite, 0 on masked entries; finite differences ~1e-9 (pass <= 1e-7)")
-def softmax_fully_masked_row(pkg):
-    rng = np.random.default_rng(10)
-    mask = pkg.xp.ones((2, 3, 5), dtype=bool)
-    mask[0, 1, :] = False                                      # a row with nothing allowed
-    mask[1, :, 3:] = False
-    x, dp = rand(pkg, rng, 2, 3, 5, scale=3.0), rand(pkg, rng, 2, 3, 5)
-    softmax = pkg.Softmax()
-    err = cases_agree(pkg, "softmax_masked")
-    softmax.forward(x, mask=mask)
-    dx = softmax.backward(dp)
-    if not bool(pkg.xp.all(pkg.xp.isfinite(dx))) or bool(pkg.xp.any(dx[~mask] != 0)):
-        raise CheckFailed("the gradient of a fully masked row must be all zeros, never NaN",
-                          float("nan"))
-    return err
-
-
-case_check("feedforward", 4, FD, "feedforward_relu", "feedforward_relu_dropout")
-case_check("feedforward", 3, FD, "feedforward_gelu", "feedforward_gelu")
-accumulation_check("feedforward", 3, "feedforward_gelu", "feedforward_accumulates")
+check("feedforward", "feedforward_backward", 6, [
+    task("feedforward", 25, d_model=5, d_ff=7, lead=[2, 3])],
+    "linear_2, dropout, activation, linear_1: their backward in reverse order")
+check("feedforward", "feedforward_gelu", 4, [
+    task("feedforward", 26, d_model=4, d_ff=6, lead=[3], activation="gelu")],
+    "the same order with a GELU activation")

@@ -1,29 +1,78 @@
 """Checks of the attention parts and of the encoder and decoder stacks.
 
-The gradient-check cases (their inputs, sizes and finite-difference steps) are
-shared with the tests and the `gradcheck` command: gradcheck_cases.py. Attention
-is checked with eps = 1e-3 and latent attention with eps = 3e-4; a correct
-answer reaches ~1e-9 (pass at 1e-7). Whole stacks are checked on a random
-subset of coordinates with eps = 3e-4 and reach ~1e-8. Every axis has its own
-size (B=2, H=3, Tq=4, Tk=5, Dh=6 for the attention kernel) so that a swapped
-axis or a division by the batch size fails.
+Each part's own code runs with stand-ins for the sub-layers of other parts
+(standins.py, scenarios_models.py), so a mistake costs points in its own part
+only: the kernel with a stand-in softmax backward and dropout; multi-head and
+latent attention with stand-in projections; the blocks with stand-in attention,
+feed-forward, LayerNorm and dropout. A correct answer agrees with the
+reference to rounding (~1e-15, pass at 1e-8). Every axis has its own size.
 """
 
-from .checks_layers import FD, accumulation_check, case_check
+from .registry import check, task
 
-STACK = "max rel err ~1e-8 on sampled coordinates (pass <= 1e-7)"
+PADDING = [[[[True] * 5]], [[[True, True, True, False, False]]]]          # (2, 1, 1, 5)
+NO_KEY = [[[[True, True, True, False, False]] * 4],
+          [[[True] * 5, [True] * 5, [False] * 5, [True] * 5]]]           # (2, 1, 4, 5)
+
+check("attention", "attention_gradients", 5, [
+    task("attention", 30, shape_q=[2, 3, 4, 6], keys=5),
+    task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING)],
+    "dv = A^T dO, dA = dO v^T, then softmax_backward, then dq = dS k / sqrt(Dh), "
+    "dk = dS^T q / sqrt(Dh)")
+check("attention", "attention_fully_masked_row", 3, [
+    task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY)],
+    "a query with no key allowed has all-zero weights: finite, zero gradients")
+check("attention", "attention_dropout", 2, [
+    task("attention", 33, shape_q=[2, 2, 3, 4], keys=5, dropout=True)],
+    "with dropout, dv uses dropout(A) (reapply) and dA goes through dropout.backward")
+
+check("multihead_attention", "mha_cross_attention", 4, [
+    task("multihead_attention", 34, d_model=6, heads=2, batch=2, queries=3, keys=4)],
+    "w_o backward, split heads, attention backward, merge heads, then w_q, w_k, w_v "
+    "each on its own gradient")
+check("multihead_attention", "mha_self_attention", 3, [
+    task("multihead_attention", 35, d_model=6, heads=3, batch=2, queries=4, keys=4,
+         self_attention=True)],
+    "q = k = v: still three gradients, one per input")
+check("multihead_attention", "mha_heads_and_accumulation", 3, [
+    task("multihead_attention", 36, d_model=8, heads=4, batch=3, queries=2, keys=5,
+         prefill=True)],
+    "heads merged with the transpose back to (B, T, H*Dh); each child's backward once")
+
+check("mla", "mla_project_backward", 6, [
+    task("mla_project", 37, d_model=8, heads=2, latent=3, batch=2, queries=3, keys=4)],
+    "dc = dK through w_k_decompress PLUS dV through w_v_decompress; dk = dc through "
+    "w_kv_compress; dq through w_q; dv = 0")
+check("mla", "mla_other_sizes", 4, [
+    task("mla_project", 38, d_model=6, heads=3, latent=2, batch=1, queries=2, keys=5)],
+    "the same with other sizes")
 
 
-case_check("attention", 5, FD, "attention", "attention_gradients")
-case_check("attention", 3, FD + "; all finite", "attention_masked", "attention_fully_masked_row")
-case_check("attention", 2, FD, "attention_dropout", "attention_dropout")
-case_check("multihead_attention", 4, FD, "mha_cross", "mha_cross_attention")
-case_check("multihead_attention", 3, FD, "mha_self", "mha_self_attention")
-accumulation_check("multihead_attention", 3, "mha_cross", "mha_accumulates")
-case_check("mla", 5, FD, "mla_cross", "mla_cross_attention")
-case_check("mla", 3, FD, "mla_self", "mla_self_attention")
-accumulation_check("mla", 2, "mla_cross", "mla_accumulates")
-case_check("encoder_stack", 6, STACK, "encoder_pre_norm", "encoder_pre_norm")
-case_check("encoder_stack", 4, STACK, "encoder_post_norm", "encoder_post_norm")
-case_check("decoder_stack", 6, STACK, "decoder_pre_norm", "decoder_pre_norm")
-case_check("decoder_stack", 4, STACK, "decoder_post_norm", "decoder_post_norm")
+def stack_task(decoder, seed, **args):
+    sizes = dict(d_model=4, batch=2, length=3)
+    if decoder:
+        sizes["memory_length"] = 5
+    return task("decoder" if decoder else "encoder", seed, **sizes, **args)
+
+
+check("encoder_stack", "encoder_block", 4, [
+    stack_task(False, 40, layers=1, norm_first=False, block_only=True),
+    stack_task(False, 41, layers=1, norm_first=True, block_only=True)],
+    "the sublayers in reverse order; self-attention read h three times: dq + dk + dv")
+check("encoder_stack", "encoder_pre_norm", 3, [
+    stack_task(False, 42, layers=2, norm_first=True)],
+    "the final LayerNorm's backward first, then the blocks in reverse")
+check("encoder_stack", "encoder_post_norm", 3, [
+    stack_task(False, 43, layers=3, norm_first=False)],
+    "the blocks in reverse order, each once")
+
+check("decoder_stack", "decoder_block", 4, [
+    stack_task(True, 44, layers=1, norm_first=False, block_only=True),
+    stack_task(True, 45, layers=1, norm_first=True, block_only=True)],
+    "feed-forward, cross-attention (dmemory = dk + dv), self-attention (dq + dk + dv)")
+check("decoder_stack", "decoder_pre_norm", 3, [
+    stack_task(True, 46, layers=2, norm_first=True)],
+    "final LayerNorm first; every block read memory: dmemory is the SUM over blocks")
+check("decoder_stack", "decoder_post_norm", 3, [
+    stack_task(True, 47, layers=3, norm_first=False)],
+    "the blocks in reverse; dmemory summed over all 3 blocks")

@@ -1,27 +1,30 @@
-"""Grading a student copy: run the checks in a separate process, print a table, write JSON.
+"""Grading a student copy: one isolated worker per part, compared with the reference here.
 
     grade(directory)                   -> GradeReport (in Python)
     grade_assignment(directory, json_out=None)  the command line's `assignment grade DIR`
 
-The checks run in a child process whose `numpy_transformer` is the student's
-(cwd and PYTHONPATH are DIR), started by runner.py, which reports each part as
-it finishes. Each part has a time limit; if the child dies (a crash, a
-`os._exit`, a time-out the alarm could not interrupt) the part that was
-running scores 0 and the remaining parts run again in a fresh process.
+For each part, this process (the teacher's, with the reference package) runs
+the part's tasks on the reference, drawing their input arrays (parts.py);
+runner.py starts a worker process on the student's copy (time and memory
+limits, no reference code importable there) that runs the same tasks on the
+same arrays with the student's code and returns its arrays; this process
+compares them with its own (parts.py) and scores. The student's code can
+change a score only by producing the right arrays: what it prints, writes
+elsewhere or imports counts for nothing, and a worker that crashes, exits
+early, runs out of memory or out of time costs its part (0 points, with a
+message saying which) and nothing else. Composite parts run with stand-ins for
+the other parts' layers (standins.py), so a mistake costs points in its own
+part only.
 """
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .make import read_manifest
-from .parts import PartResult, max_points, validate_parts
-
-RUNNER = Path(__file__).with_name("runner.py")
+from ..errors import InputError
+from .make import PACKAGE, read_manifest
+from .parts import failed_part, reference_results, score_part, validate_parts
+from .runner import MEMORY_MB, Harness
 
 
 @dataclass
@@ -53,58 +56,27 @@ class GradeReport:
         return "\n".join(rows)
 
 
-def _run_child(root, parts, timeout, python):
-    """Run runner.py once on `parts`; return (events, exit status or None, stderr tail)."""
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(var, "1")                # tiny arrays: threads only cost time
-    with tempfile.TemporaryDirectory() as tmp:
-        results = Path(tmp) / "results.jsonl"
-        results.touch()
-        try:
-            done = subprocess.run([python, str(RUNNER), str(results), str(timeout), *parts],
-                                  cwd=root, env=env, capture_output=True, text=True,
-                                  timeout=timeout * len(parts) + 60)
-            status, stderr = done.returncode, done.stderr
-        except subprocess.TimeoutExpired as expired:
-            status, stderr = None, expired.stderr or ""
-            stderr = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
-        events = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return events, status, stderr.strip().splitlines()[-1:] or [""]
+def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB):
+    """Grade the student copy in `directory`; returns a GradeReport (prints nothing).
 
-
-def grade(directory, parts=None, timeout=60.0, python=None):
-    """Grade the student copy in `directory`; returns a GradeReport (prints nothing)."""
+    timeout    seconds each part's worker may run; memory_mb its address-space limit
+    python     the interpreter of the workers (default: this one)
+    """
     root = Path(directory).resolve()
     manifest = read_manifest(root)
     parts = validate_parts(manifest["parts"] if parts is None else parts)
-    results, remaining = {}, list(parts)
-    while remaining:
-        events, status, last_error = _run_child(root, remaining, timeout, python or sys.executable)
-        started = None
-        for event in events:
-            if event["event"] == "fatal":
-                for part in remaining:
-                    results.setdefault(part, PartResult(part, 0, max_points(part), None,
-                                                        event["message"]))
-            elif event["event"] == "start":
-                started = event["part"]
-            else:
-                results[event["part"]] = PartResult.from_dict(event)
-                started = None
-        if started is not None:                # the process died while checking `started`
-            why = (f"timed out after {timeout:g} s" if status is None else
-                   f"crashed: the grading process exited with status {status}: {last_error[0]}")
-            results[started] = PartResult(started, 0, max_points(started), None, why)
-        left = [p for p in remaining if p not in results]
-        if len(left) == len(remaining):        # no progress at all: do not loop for ever
-            for part in left:
-                results[part] = PartResult(part, 0, max_points(part), None,
-                                           f"the grading process failed (status {status}): "
-                                           f"{last_error[0]}")
-            left = []
-        remaining = left
-    return GradeReport(str(root), [results[p] for p in parts])
+    own = read_manifest(PACKAGE.parent, required=False)
+    if own and own.get("stubbed"):
+        raise InputError(f"the grader at {PACKAGE} belongs to a student copy (its solutions are "
+                         "stubbed); grade with the reference package")
+    results = []
+    with Harness(python) as harness:
+        for part in parts:
+            outputs, status, problem = harness.run(root, reference_results(part), timeout,
+                                                   memory_mb)
+            results.append(failed_part(part, problem) if problem
+                           else score_part(part, outputs, status))
+    return GradeReport(str(root), results)
 
 
 def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print):
@@ -112,10 +84,6 @@ def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=pri
 
     Returns 0 when every graded part has full points, 1 otherwise.
     """
-    own_copy = read_manifest(Path(__file__).resolve().parents[2], required=False)
-    if own_copy and own_copy.get("stubbed"):
-        out("note: this grader runs from a student copy, so parts that build on other parts "
-            "use your own code for those")
     report = grade(directory, parts=parts, timeout=timeout)
     out(report.table())
     if json_out is not None:

@@ -1,23 +1,31 @@
-"""The assignment parts and how one part is checked and scored.
+"""Scoring a part: the reference's results, the comparison with a student's, the points.
 
-A part is a set of solution regions (see markers.py) with the same name, and
-a list of checks worth points. Every check receives `pkg`, the package under
-test (the student's copy when grading, this package in the tests), and either
-returns the largest relative error it saw or raises `CheckFailed`.
+For each part, `reference_results(part)` runs every task of its checks on this
+package (the reference), drawing the input arrays (scenarios.Draw): it returns
+the tasks (with ids), the inputs to send to the student's worker and the
+expected outputs. `score_part` compares what the worker returned with those,
+array by array, here in the teacher's process:
 
-The checks themselves live in checks_layers.py, checks_training.py and
-checks_models.py; they
-compare each backward with float64 finite differences (`gradcheck`, rtol 1e-7;
-a correct answer reaches about 1e-9) and add targeted checks for the classic
-mistakes (gradients overwritten instead of accumulated, repeated token ids,
-fully masked rows, Adam's bias correction, ...).
+    rel err = max |got - expected| / max(max |expected|, 1e-6 * the task's largest value)
+
+A check passes when every compared array of every task has the expected shape,
+is finite and agrees within the check's tolerance (1e-8; a correct answer
+reaches ~1e-15). Its points are all or nothing. A task that raised
+NotImplementedError fails its check as "not implemented"; a part whose every
+check is so is reported "not implemented: <the stub's message>".
 """
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from ..gradcheck_cases import Package
-from .registry import CHECKS, PARTS, TITLES, CheckFailed, check, validate_parts  # noqa: F401
+import numpy as np
+
+from .registry import CHECKS, PARTS, TITLES, validate_parts  # noqa: F401
+from .scenarios import Draw, Package, Read, run_task
+
+REFERENCE = __name__.split(".")[0]          # this package: the reference solution
+
 
 def max_points(part):
     _load_checks()
@@ -62,40 +70,125 @@ def _load_checks():
     from . import checks_layers, checks_models, checks_training  # noqa: F401
 
 
-def run_part(part, pkg=None):
-    """Run every check of `part` against `pkg` (a Package); return a PartResult.
+@dataclass(frozen=True)
+class Reference:
+    tasks: list        # [{"id", "kind", "args"}], what the worker runs
+    inputs: dict       # {"<id>.<name>": array} to send
+    expected: dict     # {id: {name: array}}
 
-    A NotImplementedError anywhere means the part is still a stub: 0 points.
-    Any other exception fails only the check that raised it.
-    """
+
+@lru_cache(maxsize=None)
+def reference_results(part):
+    """Run every task of `part` on the reference package (cached: it is deterministic)."""
     _load_checks()
-    pkg = pkg or Package()
-    results = []
-    for c in CHECKS[part]:
-        try:
-            with pkg.default_dtype("float64"):
-                err = c.run(pkg)
-            results.append(CheckResult(c.name, c.points, c.points, True, err, "ok"))
-        except NotImplementedError as stub:
-            text = str(stub) or "NotImplementedError"
-            return PartResult(part, 0, max_points(part), None, f"not implemented: {text}",
-                              [CheckResult(c.name, 0, c.points, False, None, text)])
-        except CheckFailed as fail:
-            results.append(CheckResult(c.name, 0, c.points, False, fail.max_rel_error,
-                                       f"{fail} [a correct answer: {c.expect}]"))
-        except Exception as crash:                                  # noqa: BLE001
-            results.append(CheckResult(c.name, 0, c.points, False, None,
-                                       f"crashed: {type(crash).__name__}: {crash}"))
+    pkg, tasks, inputs, expected = Package(REFERENCE), [], {}, {}
+    for i, c in enumerate(CHECKS[part]):
+        for j, spec in enumerate(c.tasks):
+            tid = f"c{i}t{j}"
+            source = Draw(spec["seed"])
+            expected[tid] = run_task(pkg, spec, source)
+            tasks.append({"id": tid, "kind": spec["kind"], "args": spec["args"]})
+            inputs.update({f"{tid}.{name}": a for name, a in source.arrays.items()})
+    return Reference(tasks, inputs, expected)
+
+
+def compare(expected, got, keys, tolerance):
+    """(largest relative error, [problems]) of one task's outputs against the expected."""
+    names = [n for n in expected if not keys or n.startswith(keys)]
+    floats = [np.abs(expected[n]).max(initial=0.0) for n in names if expected[n].dtype != bool]
+    floor = 1e-6 * max(floats, default=0.0) or 1e-300
+    worst, problems = 0.0, []
+    for name in names:
+        want, have = expected[name], got.get(name)
+        if have is None:
+            problems.append((math.inf, f"{name} missing"))
+        elif have.shape != want.shape:
+            problems.append((math.inf, f"{name} has shape {have.shape}, expected {want.shape}"))
+        elif want.dtype == bool:
+            if not np.array_equal(have, want):
+                problems.append((math.inf, f"{name} is {have.tolist()}, expected {want.tolist()}"))
+        elif not np.all(np.isfinite(have)):
+            problems.append((math.nan, f"{name} is not finite"))
+        else:
+            scale = max(float(np.abs(want).max(initial=0.0)), floor)
+            err = float(np.abs(have - want).max(initial=0.0)) / scale
+            worst = max(worst, err)
+            if not err <= tolerance:
+                problems.append((err, f"{name} (rel err {err:.1e})"))
+    worst = max([worst, *(e for e, _ in problems)], key=lambda e: math.inf if math.isnan(e) else e)
+    return worst, [text for _, text in problems]
+
+
+def score_check(c, index, outputs, status):
+    """CheckResult of check `c` (number `index` in its part) from the worker's results."""
+    worst, problems = 0.0, []
+    for j in range(len(c.tasks)):
+        tid = f"c{index}t{j}"
+        state = status.get(tid, {"state": "error", "message": "no result"})
+        if state["state"] == "not implemented":
+            return CheckResult(c.name, 0, c.points, False, None,
+                               f"not implemented: {state['message']}")
+        if state["state"] != "ok":
+            problems.append(f"task {j + 1}: {state['message']}")
+            continue
+        prefix = tid + "."
+        got = {k[len(prefix):]: v for k, v in outputs.items() if k.startswith(prefix)}
+        err, wrong = compare(c_expected(c, index, j), got, c.keys, c.tolerance)
+        worst = max(worst, err, key=lambda e: math.inf if math.isnan(e) else e)
+        problems += wrong
+    if not problems:
+        return CheckResult(c.name, c.points, c.points, True, worst, "ok")
+    more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+    return CheckResult(c.name, 0, c.points, False, worst,
+                       f"{'; '.join(problems[:3])}{more}. Expected: {c.why} "
+                       f"[a correct answer: {c.expect}]")
+
+
+def c_expected(c, index, j):
+    return reference_results(c.part).expected[f"c{index}t{j}"]
+
+
+def score_part(part, outputs, status):
+    """PartResult of `part` from the worker's outputs and per-task status."""
+    _load_checks()
+    results = [score_check(c, i, outputs, status) for i, c in enumerate(CHECKS[part])]
+    stubs = [r for r in results if r.message.startswith("not implemented: ")]
+    if stubs and len(stubs) == len(results):
+        return PartResult(part, 0, max_points(part), None, stubs[0].message, results)
     return summarize(part, results)
+
+
+def failed_part(part, message):
+    """A part that scores 0 because its worker gave no results (crash, time-out, ...)."""
+    return PartResult(part, 0, max_points(part), None, message, [])
 
 
 def summarize(part, results):
     errors = [r.max_rel_error for r in results if r.max_rel_error is not None]
     failed = [r for r in results if not r.passed]
-    if failed:
-        message = f"{failed[0].name}: {failed[0].message}"
-    else:
-        message = f"all {len(results)} checks passed"
+    message = (f"{failed[0].name}: {failed[0].message}" if failed
+               else f"all {len(results)} checks passed")
     worst = max(errors, key=lambda e: math.inf if math.isnan(e) else e) if errors else None
     return PartResult(part, sum(r.points for r in results), sum(r.max_points for r in results),
                       worst, message, results)
+
+
+def run_part(part, package=REFERENCE):
+    """Score `part` of an importable `package` in this process, without a worker (for tests:
+    no isolation at all; the grader uses runner.py)."""
+    ref, outputs, status = reference_results(part), {}, {}
+    pkg = Package(package)
+    for spec in ref.tasks:
+        prefix = spec["id"] + "."
+        arrays = {k[len(prefix):]: v for k, v in ref.inputs.items() if k.startswith(prefix)}
+        try:
+            found = run_task(pkg, spec, Read(arrays))
+        except NotImplementedError as stub:
+            status[spec["id"]] = {"state": "not implemented", "message": str(stub)}
+            continue
+        except Exception as error:                                  # noqa: BLE001
+            status[spec["id"]] = {"state": "error", "message": f"{type(error).__name__}: {error}"}
+            continue
+        status[spec["id"]] = {"state": "ok"}
+        outputs.update({prefix + k: v for k, v in found.items()})
+    return score_part(part, outputs, status)

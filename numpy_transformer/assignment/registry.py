@@ -1,41 +1,45 @@
 """The assignment's parts and the registry of their checks (filled by checks_*.py).
 
-`check(part, points, expect)` registers a function(pkg) as a check of a part;
-parts.py runs and scores them. Kept apart from parts.py so that the checks
-import the registry and parts.py imports the checks, without a cycle.
+A check is worth points in one part and consists of tasks (scenarios.py): plain
+data naming a scenario, its arguments and the seed of its arrays. The grader
+runs each task on the reference package (drawing the arrays) and, in a worker
+process, on the student's (reading the same arrays), and compares the returned
+arrays. A check scores its points only when every compared array agrees.
+Kept apart from parts.py so that the checks import the registry and parts.py
+imports the checks, without a cycle.
 """
 
 from dataclasses import dataclass
 
 from ..errors import InputError
 
-PARTS = ("linear", "layernorm", "softmax", "attention", "multihead_attention", "mla",
-         "feedforward", "embedding", "cross_entropy", "adam", "encoder_stack", "decoder_stack")
+PARTS = ("linear", "layernorm", "softmax", "gelu", "dropout", "attention",
+         "multihead_attention", "mla", "feedforward", "embedding", "positional_encoding",
+         "cross_entropy", "adam", "adamw", "encoder_stack", "decoder_stack")
 
 TITLES = {
     "linear": "Linear and TiedLinear backward",
     "layernorm": "LayerNorm backward",
     "softmax": "softmax backward (Jacobian-vector product)",
+    "gelu": "GELU backward (tanh form)",
+    "dropout": "dropout backward (the kept mask and its scale)",
     "attention": "scaled dot-product attention backward",
     "multihead_attention": "multi-head attention backward (heads, projections)",
     "mla": "multi-head latent attention: project_backward",
     "feedforward": "position-wise feed-forward backward",
     "embedding": "embedding backward (scatter-add)",
+    "positional_encoding": "sinusoidal table and positional-encoding backward",
     "cross_entropy": "cross-entropy backward (ignore_index, label smoothing)",
-    "adam": "one Adam / AdamW update",
+    "adam": "one Adam update (moments, bias correction, L2 decay)",
+    "adamw": "AdamW's decoupled weight decay",
     "encoder_stack": "encoder block and stack backward",
     "decoder_stack": "decoder block and stack backward (memory gradient)",
 }
 
+TOLERANCE = 1e-8
+EXACT = ("the reference's arrays to rounding, rel err ~1e-15 (pass <= 1e-8)")
+
 CHECKS = {part: [] for part in PARTS}
-
-
-class CheckFailed(AssertionError):
-    """A check's verdict: what is wrong, and the largest relative error seen (or None)."""
-
-    def __init__(self, message, max_rel_error=None):
-        super().__init__(message)
-        self.max_rel_error = max_rel_error
 
 
 @dataclass
@@ -43,19 +47,23 @@ class Check:
     part: str
     name: str
     points: int
-    expect: str      # what a correct answer reaches, e.g. "max rel err ~1e-9 (pass <= 1e-7)"
-    run: object      # function(pkg) -> max relative error or None
+    tasks: list        # [{"kind", "args", "seed"}]
+    why: str           # what a failure means, in a sentence
+    keys: tuple = ()   # compare only outputs whose name starts with one of these (all if empty)
+    tolerance: float = TOLERANCE
+    expect: str = EXACT
 
 
-def check(part, points, expect):
-    """Decorator: register `function(pkg)` as a check of `part` worth `points`."""
+def task(kind, seed, **args):
+    """A task: the scenario `kind` with `args`, its arrays drawn with `seed`."""
+    return {"kind": kind, "seed": seed, "args": args}
+
+
+def check(part, name, points, tasks, why, keys=()):
+    """Register a check of `part` worth `points`."""
     if part not in CHECKS:
         raise InputError(f"unknown part {part!r}")
-
-    def register(function):
-        CHECKS[part].append(Check(part, function.__name__, points, expect, function))
-        return function
-    return register
+    CHECKS[part].append(Check(part, name, points, list(tasks), why, tuple(keys)))
 
 
 def validate_parts(parts):

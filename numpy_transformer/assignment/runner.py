@@ -1,156 +1,132 @@
-"""The grading process: runs the checks of some parts against a student's copy.
+"""Starting the grading workers: one process per part, with a time and a memory limit.
 
-Started by grade.py as
+    with Harness() as harness:
+        outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
 
-    python runner.py RESULTS_FILE TIMEOUT PART...     (cwd and PYTHONPATH = the student's DIR)
+`Harness` copies the harness files (worker.py, scenarios*.py, standins.py:
+NumPy-only code, no reference solution) into a temporary folder, so that the
+worker loads them from there and never sees this package. `run` writes the
+part's tasks and input arrays, starts
 
-so that `import numpy_transformer` is the student's package. This file also
-loads the grader's own package (the reference solution) under another name,
-and while part P is checked, every OTHER part's solution functions in the
-student's package are swapped for the reference ones: a mistake (or a stub) in
-one part can then only cost points in that part. Results go to RESULTS_FILE,
-one JSON line per event, so that a crash loses only the part that was running.
+    python -I HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+
+in DIR (the student's copy) in a session of its own, with RLIMIT_AS (memory),
+RLIMIT_FSIZE and RLIMIT_CORE set, stdin closed, stdout thrown away and stderr
+kept in a file (its last line explains a crash), and kills the whole session
+at the time limit. It then loads the two result files (allow_pickle=False,
+sizes checked). `problem` is None, or why the worker gave no results: timed
+out, out of memory, or the exit status and last line of a crash (an
+`os._exit(0)` at import counts: it writes no results).
 """
 
-import importlib
-import importlib.util
 import json
+import os
+import shutil
 import signal
+import subprocess
 import sys
-import types
+import tempfile
 from pathlib import Path
 
-REFERENCE = "_numpy_transformer_reference"
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+HARNESS_FILES = ("worker.py", "scenarios.py", "scenarios_layers.py", "scenarios_models.py",
+                 "standins.py")
+MEMORY_MB = 2048                    # default address-space limit of a worker
+MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
 
 
-class PartTimeout(BaseException):
-    """Raised by the alarm when a part runs out of time (not an Exception: no check eats it)."""
+def _limits(memory_mb):
+    """preexec_fn of the worker: its memory, file size and core dump limits."""
+    def apply():
+        import resource
+        size = int(memory_mb) << 20
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_RESULT_BYTES, MAX_RESULT_BYTES))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply if os.name == "posix" else None
 
 
-def load_reference(package_dir):
-    """The package in `package_dir` imported under the name REFERENCE."""
-    if REFERENCE in sys.modules:
-        return sys.modules[REFERENCE]
-    spec = importlib.util.spec_from_file_location(
-        REFERENCE, Path(package_dir) / "__init__.py",
-        submodule_search_locations=[str(package_dir)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[REFERENCE] = module
-    spec.loader.exec_module(module)
-    return module
+def _last_line(path):
+    with open(path, "rb") as file:
+        file.seek(max(0, os.path.getsize(path) - 4096))
+        lines = file.read().decode(errors="replace").strip().splitlines()
+    return lines[-1][:300] if lines else ""
 
 
-def _lookup(package, region):
-    """(owner, attribute name, current value) for the function a region lies in."""
-    module = importlib.import_module(f"{package}.{region.module}")
-    *classes, name = region.qualname.split(".")
-    owner = module
-    for cls in classes:
-        owner = getattr(owner, cls)
-    value = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-    return owner, name, value
+class Harness:
+    """A temporary folder holding a copy of the harness; a context manager."""
 
+    def __init__(self, python=None):
+        self.python = python or sys.executable
 
-def substitute(parts, regions, student="numpy_transformer"):
-    """Swap the student's functions of `parts` for the reference ones; return an undo list."""
-    undo, loaded = [], [m for n, m in list(sys.modules.items())
-                        if isinstance(m, types.ModuleType) and n.split(".")[0] == student]
-    for region in regions:
-        if region.part not in parts or not region.qualname:
-            continue
-        try:
-            owner, name, mine = _lookup(student, region)
-            _, _, theirs = _lookup(REFERENCE, region)
-        except (AttributeError, KeyError, ImportError):
-            continue                          # renamed by the student: nothing to swap
-        if isinstance(owner, type):
-            undo.append((owner, name, mine))
-            setattr(owner, name, theirs)
-            continue
-        for module in loaded:                 # a function may be imported by name elsewhere
-            for key, value in list(vars(module).items()):
-                if value is mine:
-                    undo.append((module, key, mine))
-                    setattr(module, key, theirs)
-    return undo
+    def __enter__(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="nt-grader-")
+        self.folder = Path(self.tmp.name) / "harness"
+        self.folder.mkdir()
+        for name in HARNESS_FILES:
+            shutil.copyfile(HERE / name, self.folder / name)
+        (self.folder / "__init__.py").write_text('"""The grading harness (a copy)."""\n')
+        return self
 
+    def __exit__(self, *exc):
+        self.tmp.cleanup()
 
-def restore(undo):
-    for owner, name, value in reversed(undo):
-        setattr(owner, name, value)
-
-
-def fatal(results_path, message):
-    """Record that no part can be graded (the package does not import); exit status 1."""
-    with open(results_path, "a", encoding="utf-8") as results:
-        results.write(json.dumps({"event": "fatal", "message": message}) + "\n")
-    return 1
-
-
-def grade_parts(results_path, timeout, parts, reference_dir):
-    make = importlib.import_module(f"{REFERENCE}.assignment.make")
-    grading = importlib.import_module(f"{REFERENCE}.assignment.parts")
-    regions = make.package_regions(reference_dir)
-    pkg = grading.Package("numpy_transformer")
-    # Import every module first: a module imported while another part's functions are
-    # swapped would keep the swapped ones after the swap is undone.
-    try:
-        for dotted in sorted({r.module for r in regions} | set(grading.Package.NAMES.values())):
-            pkg.module(dotted)
-    except Exception as err:                                        # noqa: BLE001
-        return fatal(results_path, f"numpy_transformer.{dotted} does not import: "
-                     f"{type(err).__name__}: {err}")
-    use_alarm = hasattr(signal, "SIGALRM")
-
-    def on_alarm(signum, frame):
-        raise PartTimeout()
-
-    if use_alarm:
-        signal.signal(signal.SIGALRM, on_alarm)
-    with open(results_path, "a", encoding="utf-8") as results:
-        def emit(event):
-            results.write(json.dumps(event) + "\n")
-            results.flush()
-
-        for part in parts:
-            emit({"event": "start", "part": part})
-            others = [p for p in grading.PARTS if p != part]
-            undo = substitute(others, regions)
+    def run(self, root, reference, timeout, memory_mb=MEMORY_MB):
+        """Run one part's tasks in a worker on the copy in `root`: (outputs, status, problem)."""
+        work = Path(tempfile.mkdtemp(dir=self.tmp.name, prefix="part-"))
+        files = {name: str(work / name) for name in
+                 ("tasks.json", "inputs.npz", "outputs.npz", "status.json", "stderr.txt")}
+        Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
+        np.savez(files["inputs.npz"], **reference.inputs)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   PYTHONDONTWRITEBYTECODE="1")
+        argv = [self.python, "-I", str(self.folder / "worker.py"), str(root),
+                *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json"))]
+        with open(files["stderr.txt"], "wb") as stderr:
+            worker = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=stderr,
+                                      preexec_fn=_limits(memory_mb), start_new_session=True)
             try:
-                if use_alarm:
-                    signal.setitimer(signal.ITIMER_REAL, timeout)
-                result = grading.run_part(part, pkg)
-            except PartTimeout:
-                result = grading.PartResult(part, 0, grading.max_points(part), None,
-                                            f"timed out after {timeout:g} s")
-            except (Exception, SystemExit) as crash:                # noqa: BLE001
-                result = grading.PartResult(part, 0, grading.max_points(part), None,
-                                            f"crashed: {type(crash).__name__}: {crash}")
+                status = worker.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill(worker)
+                return {}, {}, f"timed out after {timeout:g} s (the time limit of a part)"
             finally:
-                if use_alarm:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                restore(undo)
-            emit({"event": "result", **result.to_dict()})
-    return 0
+                _kill(worker)
+        return self._results(files, status, memory_mb)
+
+    def _results(self, files, status, memory_mb):
+        last = _last_line(files["stderr.txt"])
+        written = all(os.path.isfile(files[n]) for n in ("outputs.npz", "status.json"))
+        if "MemoryError" in last or (not written and "Cannot allocate memory" in last):
+            return {}, {}, f"ran out of memory (the limit is {memory_mb} MiB)"
+        if not written or status != 0:
+            how = (f"was killed by signal {-status}" if status < 0 else
+                   f"exited with status {status}")
+            return {}, {}, (f"crashed: the grading process {how} before writing its results"
+                            + (f": {last}" if last else ""))
+        if any(os.path.getsize(files[n]) > MAX_RESULT_BYTES
+               for n in ("outputs.npz", "status.json")):
+            return {}, {}, "the grading process wrote results too large to read"
+        try:
+            with np.load(files["outputs.npz"], allow_pickle=False) as data:
+                outputs = {k: np.asarray(data[k]) for k in data.files}
+            status_of = json.loads(Path(files["status.json"]).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            return {}, {}, f"unreadable results: {type(err).__name__}: {err}"
+        if "fatal" in status_of:
+            return {}, {}, f"the package does not import: {status_of['fatal'].get('message')}"
+        return outputs, status_of, None
 
 
-def main(argv):
-    """Entry point of the grading process (see the module docstring)."""
-    results_path, timeout, parts = argv[0], float(argv[1]), argv[2:]
-    reference_dir = Path(__file__).resolve().parents[1]
-    student_root = Path.cwd().resolve()
-    try:
-        import numpy_transformer
-        where = Path(numpy_transformer.__file__).resolve().parent
-        if where != student_root / "numpy_transformer":
-            raise ImportError(f"imported numpy_transformer from {where}, not from {student_root}")
-        load_reference(reference_dir)
-    except Exception as err:                                        # noqa: BLE001
-        return fatal(results_path, f"the package does not import: {type(err).__name__}: {err}")
-    runner = importlib.import_module(f"{REFERENCE}.assignment.runner")
-    return runner.grade_parts(results_path, timeout, parts, reference_dir)
-
-
-if __name__ == "__main__":
-    sys.path.pop(0)               # this script's folder: the grader's own files stay out of sight
-    sys.exit(main(sys.argv[1:]))
+def _kill(worker):
+    """End the worker's whole session (it may have started processes of its own)."""
+    if worker.poll() is None or os.name == "posix":
+        try:
+            os.killpg(worker.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        worker.wait()

@@ -19,6 +19,8 @@ def sinusoidal_table(max_len, d_model):
     accurate for large D. An odd D gets one more sine column than cosine columns.
     Built in float64, returned in the default dtype.
     """
+    # BEGIN SOLUTION positional_encoding
+    # HINT: sin in the even columns, cos in the odd ones, angle pos / 10000^(2i/D); float64
     position = xp.arange(max_len, dtype=xp.float64)[:, None]          # (max_len, 1)
     div_term = xp.exp(xp.arange(0, d_model, 2, dtype=xp.float64)
                       * -(math.log(10000.0) / d_model))               # (ceil(D/2),)
@@ -27,6 +29,7 @@ def sinusoidal_table(max_len, d_model):
     pe[:, 0::2] = xp.sin(angles)
     pe[:, 1::2] = xp.cos(angles[:, : d_model // 2])
     return pe.astype(get_default_dtype())
+    # END SOLUTION
 
 
 class PositionalEncoding(Module):
@@ -56,4 +59,7 @@ class PositionalEncoding(Module):
         return self.dropout.forward(x + pe)                           # (B, T, D)
 
     def backward(self, dy):
+        # BEGIN SOLUTION positional_encoding
+        # HINT: PE is a constant: only the dropout after the sum has a backward
         return self.dropout.backward(dy)                              # (B, T, D)
+        # END SOLUTION

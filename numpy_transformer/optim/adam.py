@@ -55,14 +55,14 @@ class Adam(Optimizer):
                 "weight_decay": self.weight_decay}
 
     def _update(self, p, g, state, scratch):
-        # BEGIN SOLUTION adam
-        # HINT: in place: weight decay, m and v, then the bias-corrected step (module docstring)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         s1, s2 = scratch
         (b1, b2), t, wd = self.betas, self.step_count, self.weight_decay
         if wd and self.decoupled:
-            p *= 1 - self.lr * wd                     # AdamW: p <- p (1 - lr wd)
-        elif wd:
+            self.decay(p)                             # AdamW: p <- p (1 - lr wd), first
+        # BEGIN SOLUTION adam
+        # HINT: in place: L2 decay (Adam only), m and v, then the bias-corrected step (docstring)
+        if wd and not self.decoupled:
             xp.multiply(p, wd, out=s1)                # Adam: g <- g + wd p, in s1
             s1 += g
             g = s1
@@ -95,3 +95,11 @@ class AdamW(Adam):
 
     def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
         super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    def decay(self, p):
+        """Decoupled weight decay of one parameter, in place: p <- p (1 - lr wd), with the
+        current lr (a schedule may have changed it) and wd = weight_decay."""
+        # BEGIN SOLUTION adamw
+        # HINT: shrink p in place (never rebind it) by the factor 1 - lr * weight_decay
+        p *= 1 - self.lr * self.weight_decay
+        # END SOLUTION

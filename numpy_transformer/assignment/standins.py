@@ -1,0 +1,151 @@
+"""Stand-ins: simple layers with exact backward passes that are no part's solution.
+
+A composite part (feed-forward, multi-head attention, the encoder and decoder
+stacks, ...) is graded with the sub-layers that belong to OTHER parts replaced
+by these stand-ins, in the student's worker and in the teacher's reference run
+alike. Only the composition is then tested (the order of the children's
+backward calls, residual sums, dmemory summed over the blocks), and a mistake
+in, say, LayerNorm costs points in `layernorm` only. Each stand-in is a smooth,
+nonlinear map (so a gradient passed to the wrong child or in the wrong order
+shows) with a parameter (so a child whose backward runs twice, or never, shows).
+
+    Map(A, b)        y = tanh(x) A + b              in place of Linear, FeedForward
+    Elementwise()    y = sin(x)                     in place of ReLU / GELU
+    Scale(s)         y = x s   (s fixed, has reapply)  in place of Dropout
+    Norm(g, b)       y = tanh(x) g + b              in place of LayerNorm
+    Attention(A, b)  y = tanh(q A) + mean_k(k * v) + b   a whole attention module
+    attention(q, k, v, mask, dropout) / attention_backward(...)   the kernel's stand-in:
+                     W = tanh(q k^T / 2), O = W v + q     (no softmax, no scale)
+    softmax_backward(dp, p, axis)   dx = p (dp - mean(dp))  (a mean, not the sum)
+
+Harness code: this file imports nothing but NumPy, because the grading worker
+loads it by path beside the student's package (see worker.py). Stand-ins are
+built for a given package's Module class: `kit(Module)`.
+"""
+
+import numpy as np
+
+_KITS = {}
+
+
+def rows(a):
+    """(N, D) view of (..., D)."""
+    return a.reshape(-1, a.shape[-1])
+
+
+def attention(q, k, v, mask=None, dropout=None):
+    """Stand-in for scaled_dot_product_attention: (O, W) with W = tanh(q k^T / 2), O = W v + q."""
+    weights = np.tanh(q @ k.swapaxes(-1, -2) / 2)                  # (B, H, Tq, Tk)
+    return weights @ v + q, weights
+
+
+def attention_backward(dout, q, k, v, weights, dropout=None):
+    """Exact backward of `attention`, reading W from its argument (as the real one reads A)."""
+    dv = weights.swapaxes(-1, -2) @ dout                            # (B, H, Tk, Dh)
+    dscores = (dout @ v.swapaxes(-1, -2)) * (1 - weights * weights) / 2
+    return dscores @ k + dout, dscores.swapaxes(-1, -2) @ q, dv
+
+
+def softmax_backward(dp, p, axis=-1):
+    """Stand-in for softmax_backward (not it: a mean where the real one has a sum)."""
+    return p * (dp - dp.mean(axis=axis, keepdims=True))
+
+
+def kit(Module):
+    """The stand-in classes, as subclasses of `Module` (the package under test's)."""
+    if Module not in _KITS:
+        _KITS[Module] = _make_kit(Module)
+    return _KITS[Module]
+
+
+def _make_kit(Module):
+    class StandIn(Module):
+        def __init__(self, **params):
+            super().__init__()
+            self.params = dict(params)
+            self.grads = {name: np.zeros_like(p) for name, p in params.items()}
+            self.saved = None
+
+        def add(self, name, value):
+            self.grads[name] += value
+
+    class Map(StandIn):
+        """y = tanh(x) A + b; A fixed, b a parameter."""
+
+        def __init__(self, A, b):
+            super().__init__(bias=b)
+            self.A = A
+
+        def forward(self, x):
+            self.saved = np.tanh(x)
+            return self.saved @ self.A + self.params["bias"]
+
+        def backward(self, dy):
+            t = self.saved
+            self.add("bias", rows(dy).sum(axis=0))
+            return (dy @ self.A.T) * (1 - t * t)
+
+    class Elementwise(StandIn):
+        """y = sin(x)."""
+
+        def forward(self, x):
+            self.saved = x.copy()
+            return np.sin(x)
+
+        def backward(self, dy):
+            return dy * np.cos(self.saved)
+
+    class Scale(StandIn):
+        """y = x s with a fixed s (broadcast); reapply(x) = x s, like Dropout's."""
+
+        def __init__(self, s):
+            super().__init__()
+            self.s, self.frozen, self.p = s, False, 0.5
+
+        def forward(self, x):
+            self.saved = True
+            return x * self.s
+
+        def reapply(self, x):
+            return x * self.s
+
+        def backward(self, dy):
+            return dy * self.s
+
+    class Norm(StandIn):
+        """y = tanh(x) g + b; g and b parameters."""
+
+        def __init__(self, g, b):
+            super().__init__(gain=g, bias=b)
+
+        def forward(self, x):
+            self.saved = np.tanh(x)
+            return self.saved * self.params["gain"] + self.params["bias"]
+
+        def backward(self, dy):
+            t = self.saved
+            self.add("gain", rows(dy * t).sum(axis=0))
+            self.add("bias", rows(dy).sum(axis=0))
+            return dy * self.params["gain"] * (1 - t * t)
+
+    class Attention(StandIn):
+        """y = tanh(q A) + mean over keys of (k * v) + b: reads q, k and v; returns 3 grads."""
+
+        def __init__(self, A, b):
+            super().__init__(bias=b)
+            self.A = A
+
+        def forward(self, q, k, v, mask=None):
+            t = np.tanh(q @ self.A)                                     # (B, Tq, D)
+            self.saved = (t, k, v)
+            return t + (k * v).mean(axis=1, keepdims=True) + self.params["bias"]
+
+        def backward(self, dy):
+            t, k, v = self.saved
+            self.add("bias", rows(dy).sum(axis=0))
+            dq = (dy * (1 - t * t)) @ self.A.T                          # (B, Tq, D)
+            dmean = dy.sum(axis=1, keepdims=True) / k.shape[1]           # (B, 1, D)
+            return dq, dmean * v, dmean * k
+
+    return dict(Map=Map, Elementwise=Elementwise, Scale=Scale, Norm=Norm,
+                Attention=Attention)

@@ -1,0 +1,120 @@
+"""The grading worker: runs one part's tasks on a student's package, in a process of its own.
+
+The teacher's process (runner.py) copies the harness files (this file,
+scenarios*.py, standins.py) into a fresh folder and starts, once per part,
+
+    python -I HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+
+with the student's DIR as working directory, a time limit and a memory limit.
+Before importing anything of the student's, the worker makes sure that no
+other `numpy_transformer` can be imported: `-I` keeps PYTHONPATH, the user's
+site-packages and the script's folder out, and `isolate()` drops the
+editable-install finders and every path entry that holds a numpy_transformer
+other than the student's. The harness is loaded from its copy as the package
+`_nt_harness`; no reference code is ever imported here.
+
+Each task (scenarios.py) runs on the teacher's arrays from INPUTS.npz; its
+output arrays go to OUTPUTS.npz and a short status per task (ok, not
+implemented, or the error) to STATUS.json. The teacher compares the arrays
+with its own reference results: nothing printed, written elsewhere or faked
+here can raise a score, only arrays equal to the right ones.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+HARNESS = "_nt_harness"
+
+
+def isolate(student_root):
+    """Only the student's numpy_transformer is importable: drop the editable-install finders,
+    path hooks and path entries of any other copy; put the student's folder first."""
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in repr(h).lower()]
+    keep = []
+    for entry in sys.path:
+        if "editable" in entry.lower():
+            continue
+        where = os.path.realpath(entry or ".")
+        if where != student_root and os.path.exists(os.path.join(where, "numpy_transformer")):
+            continue
+        keep.append(entry)
+    sys.path[:] = [student_root] + keep
+    sys.path_importer_cache.clear()
+    for name in [n for n in sys.modules if n.split(".")[0] == "numpy_transformer"]:
+        del sys.modules[name]
+
+
+def load_harness(folder):
+    """The harness files beside this script, as the package `_nt_harness`."""
+    spec = importlib.util.spec_from_file_location(
+        HARNESS, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[HARNESS] = package
+    spec.loader.exec_module(package)
+    return importlib.import_module(f"{HARNESS}.scenarios")
+
+
+def describe(error):
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def run_tasks(scenarios, tasks, inputs):
+    """Run every task; returns ({"<task id>.<name>": array}, {task id: status})."""
+    pkg = scenarios.Package("numpy_transformer")
+    outputs, status = {}, {}
+    for task in tasks:
+        prefix = task["id"] + "."
+        arrays = {k[len(prefix):]: inputs[k] for k in inputs.files if k.startswith(prefix)}
+        try:
+            found = scenarios.run_task(pkg, task, scenarios.Read(arrays))
+        except NotImplementedError as stub:
+            status[task["id"]] = {"state": "not implemented",
+                                  "message": (str(stub) or "NotImplementedError")[:300]}
+            continue
+        except Exception as error:                                  # noqa: BLE001
+            status[task["id"]] = {"state": "error", "message": describe(error)}
+            continue
+        outputs.update({prefix + name: value for name, value in found.items()})
+        status[task["id"]] = {"state": "ok", "message": ""}
+    return outputs, status
+
+
+def write_results(outputs_path, outputs, status_path, status):
+    """Both result files, each written whole (into a ".part" file, then renamed)."""
+    import numpy as np
+    with open(outputs_path + ".part", "wb") as file:
+        np.savez(file, **outputs)
+    with open(status_path + ".part", "w", encoding="utf-8") as file:
+        json.dump(status, file)
+    os.replace(outputs_path + ".part", outputs_path)
+    os.replace(status_path + ".part", status_path)
+
+
+def main(argv):
+    student_root, tasks_path, inputs_path, outputs_path, status_path = argv
+    harness = os.path.dirname(os.path.abspath(__file__))
+    student_root = os.path.realpath(student_root)
+    isolate(student_root)
+    import numpy as np
+    scenarios = load_harness(harness)
+    with open(tasks_path, encoding="utf-8") as file:
+        tasks = json.load(file)
+    inputs = np.load(inputs_path, allow_pickle=False)
+    try:
+        import numpy_transformer
+        where = os.path.realpath(os.path.dirname(numpy_transformer.__file__))
+        if where != os.path.join(student_root, "numpy_transformer"):
+            raise ImportError(f"numpy_transformer came from {where}, not from {student_root}")
+        outputs, status = run_tasks(scenarios, tasks, inputs)
+    except Exception as error:                                      # noqa: BLE001
+        outputs, status = {}, {"fatal": {"state": "error", "message": describe(error)}}
+    write_results(outputs_path, outputs, status_path, status)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
