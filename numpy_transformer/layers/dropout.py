@@ -40,8 +40,11 @@ class Dropout(Module):
         return x * mask
 
     def backward(self, dy):
+        # BEGIN SOLUTION dropout
+        # HINT: the same kept mask and the same 1 / (1 - p) scale as forward; OFF: dy unchanged
         mask = self.saved_for_backward()
         return dy if mask is OFF else dy * mask
+        # END SOLUTION
 
     def reapply(self, x):
         """x through the last forward's mask again: what forward(x) gave, no new mask drawn.
@@ -49,5 +52,8 @@ class Dropout(Module):
         For a caller that recomputes this dropout's output when it needs it rather
         than keeping it (attention, whose weights A' = dropout(A) are as big as A).
         """
+        # BEGIN SOLUTION dropout
+        # HINT: x times the mask (and scale) that the last forward kept; OFF: x unchanged
         mask = self.saved_for_backward()
         return x if mask is OFF else x * mask
+        # END SOLUTION
