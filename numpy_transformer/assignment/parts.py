@@ -92,6 +92,15 @@ def reference_results(part):
     return Reference(tasks, inputs, expected)
 
 
+def label(name):
+    """How a failure message calls an output array of a scenario."""
+    if name.startswith("dx."):
+        return f"the gradient of input {int(name[3:]) + 1}"
+    if name.startswith("grad."):
+        return f"the gradient of {name[5:]}"
+    return {"out": "the forward output", "inplace": "gradients added in place (+=)"}.get(name, name)
+
+
 def compare(expected, got, keys, tolerance):
     """(largest relative error, [problems]) of one task's outputs against the expected."""
     names = [n for n in expected if not keys or n.startswith(keys)]
@@ -101,20 +110,21 @@ def compare(expected, got, keys, tolerance):
     for name in names:
         want, have = expected[name], got.get(name)
         if have is None:
-            problems.append((math.inf, f"{name} missing"))
+            problems.append((math.inf, f"{label(name)}: missing"))
         elif have.shape != want.shape:
-            problems.append((math.inf, f"{name} has shape {have.shape}, expected {want.shape}"))
+            problems.append((math.inf, f"{label(name)}: shape {have.shape}, expected "
+                                       f"{want.shape}"))
         elif want.dtype == bool:
             if not np.array_equal(have, want):
-                problems.append((math.inf, f"{name} is {have.tolist()}, expected {want.tolist()}"))
+                problems.append((math.inf, f"{label(name)}: no"))
         elif not np.all(np.isfinite(have)):
-            problems.append((math.nan, f"{name} is not finite"))
+            problems.append((math.nan, f"{label(name)}: not finite"))
         else:
             scale = max(float(np.abs(want).max(initial=0.0)), floor)
             err = float(np.abs(have - want).max(initial=0.0)) / scale
             worst = max(worst, err)
             if not err <= tolerance:
-                problems.append((err, f"{name} (rel err {err:.1e})"))
+                problems.append((err, f"{label(name)} (rel err {err:.1e})"))
     worst = max([worst, *(e for e, _ in problems)], key=lambda e: math.inf if math.isnan(e) else e)
     return worst, [text for _, text in problems]
 

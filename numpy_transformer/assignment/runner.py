@@ -124,9 +124,11 @@ class Harness:
 
 def _kill(worker):
     """End the worker's whole session (it may have started processes of its own)."""
-    if worker.poll() is None or os.name == "posix":
+    if os.name == "posix":
         try:
             os.killpg(worker.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
+        except OSError:                       # the session is gone already
             pass
-        worker.wait()
+    elif worker.poll() is None:
+        worker.kill()
+    worker.wait()

@@ -52,100 +52,105 @@ def softmax_backward(dp, p, axis=-1):
 
 
 def kit(Module):
-    """The stand-in classes, as subclasses of `Module` (the package under test's)."""
+    """The stand-in classes as subclasses of `Module` (the package under test's):
+    {"Map": ..., "Elementwise": ..., "Scale": ..., "Norm": ..., "Attention": ...}."""
     if Module not in _KITS:
-        _KITS[Module] = _make_kit(Module)
+        _KITS[Module] = {cls.__name__: type(cls.__name__, (cls, Module), {})
+                         for cls in (Map, Elementwise, Scale, Norm, Attention)}
     return _KITS[Module]
 
 
-def _make_kit(Module):
-    class StandIn(Module):
-        def __init__(self, **params):
-            super().__init__()
-            self.params = dict(params)
-            self.grads = {name: np.zeros_like(p) for name, p in params.items()}
-            self.saved = None
+class StandIn:
+    """What every stand-in shares: its parameters and their gradients (a mixin of Module)."""
 
-        def add(self, name, value):
-            self.grads[name] += value
+    def __init__(self, **params):
+        super().__init__()
+        self.params = dict(params)
+        self.grads = {name: np.zeros_like(p) for name, p in params.items()}
+        self.saved = None
 
-    class Map(StandIn):
-        """y = tanh(x) A + b; A fixed, b a parameter."""
+    def add(self, name, value):
+        self.grads[name] += value
 
-        def __init__(self, A, b):
-            super().__init__(bias=b)
-            self.A = A
 
-        def forward(self, x):
-            self.saved = np.tanh(x)
-            return self.saved @ self.A + self.params["bias"]
+class Map(StandIn):
+    """y = tanh(x) A + b; A fixed, b a parameter."""
 
-        def backward(self, dy):
-            t = self.saved
-            self.add("bias", rows(dy).sum(axis=0))
-            return (dy @ self.A.T) * (1 - t * t)
+    def __init__(self, A, b):
+        super().__init__(bias=b)
+        self.A = A
 
-    class Elementwise(StandIn):
-        """y = sin(x)."""
+    def forward(self, x):
+        self.saved = np.tanh(x)
+        return self.saved @ self.A + self.params["bias"]
 
-        def forward(self, x):
-            self.saved = x.copy()
-            return np.sin(x)
+    def backward(self, dy):
+        t = self.saved
+        self.add("bias", rows(dy).sum(axis=0))
+        return (dy @ self.A.T) * (1 - t * t)
 
-        def backward(self, dy):
-            return dy * np.cos(self.saved)
 
-    class Scale(StandIn):
-        """y = x s with a fixed s (broadcast); reapply(x) = x s, like Dropout's."""
+class Elementwise(StandIn):
+    """y = sin(x)."""
 
-        def __init__(self, s):
-            super().__init__()
-            self.s, self.frozen, self.p = s, False, 0.5
+    def forward(self, x):
+        self.saved = x.copy()
+        return np.sin(x)
 
-        def forward(self, x):
-            self.saved = True
-            return x * self.s
+    def backward(self, dy):
+        return dy * np.cos(self.saved)
 
-        def reapply(self, x):
-            return x * self.s
 
-        def backward(self, dy):
-            return dy * self.s
+class Scale(StandIn):
+    """y = x s with a fixed s (broadcast); reapply(x) = x s, like Dropout's."""
 
-    class Norm(StandIn):
-        """y = tanh(x) g + b; g and b parameters."""
+    def __init__(self, s):
+        super().__init__()
+        self.s, self.frozen, self.p = s, False, 0.5
 
-        def __init__(self, g, b):
-            super().__init__(gain=g, bias=b)
+    def forward(self, x):
+        self.saved = True
+        return x * self.s
 
-        def forward(self, x):
-            self.saved = np.tanh(x)
-            return self.saved * self.params["gain"] + self.params["bias"]
+    def reapply(self, x):
+        return x * self.s
 
-        def backward(self, dy):
-            t = self.saved
-            self.add("gain", rows(dy * t).sum(axis=0))
-            self.add("bias", rows(dy).sum(axis=0))
-            return dy * self.params["gain"] * (1 - t * t)
+    def backward(self, dy):
+        return dy * self.s
 
-    class Attention(StandIn):
-        """y = tanh(q A) + mean over keys of (k * v) + b: reads q, k and v; returns 3 grads."""
 
-        def __init__(self, A, b):
-            super().__init__(bias=b)
-            self.A = A
+class Norm(StandIn):
+    """y = tanh(x) g + b; g and b parameters."""
 
-        def forward(self, q, k, v, mask=None):
-            t = np.tanh(q @ self.A)                                     # (B, Tq, D)
-            self.saved = (t, k, v)
-            return t + (k * v).mean(axis=1, keepdims=True) + self.params["bias"]
+    def __init__(self, g, b):
+        super().__init__(gain=g, bias=b)
 
-        def backward(self, dy):
-            t, k, v = self.saved
-            self.add("bias", rows(dy).sum(axis=0))
-            dq = (dy * (1 - t * t)) @ self.A.T                          # (B, Tq, D)
-            dmean = dy.sum(axis=1, keepdims=True) / k.shape[1]           # (B, 1, D)
-            return dq, dmean * v, dmean * k
+    def forward(self, x):
+        self.saved = np.tanh(x)
+        return self.saved * self.params["gain"] + self.params["bias"]
 
-    return dict(Map=Map, Elementwise=Elementwise, Scale=Scale, Norm=Norm,
-                Attention=Attention)
+    def backward(self, dy):
+        t = self.saved
+        self.add("gain", rows(dy * t).sum(axis=0))
+        self.add("bias", rows(dy).sum(axis=0))
+        return dy * self.params["gain"] * (1 - t * t)
+
+
+class Attention(StandIn):
+    """y = tanh(q A) + mean over keys of (k * v) + b: reads q, k and v; returns 3 grads."""
+
+    def __init__(self, A, b):
+        super().__init__(bias=b)
+        self.A = A
+
+    def forward(self, q, k, v, mask=None):
+        t = np.tanh(q @ self.A)                                         # (B, Tq, D)
+        self.saved = (t, k, v)
+        return t + (k * v).mean(axis=1, keepdims=True) + self.params["bias"]
+
+    def backward(self, dy):
+        t, k, v = self.saved
+        self.add("bias", rows(dy).sum(axis=0))
+        dq = (dy * (1 - t * t)) @ self.A.T                              # (B, Tq, D)
+        dmean = dy.sum(axis=1, keepdims=True) / k.shape[1]               # (B, 1, D)
+        return dq, dmean * v, dmean * k
