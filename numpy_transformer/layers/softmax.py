@@ -33,7 +33,7 @@ def softmax(x, axis=-1, mask=None):
     if mask is None:
         e = x.copy()                                      # x's shape: our array to work in
     else:
-        e = x + xp.where(mask, 0.0, -xp.inf).astype(x.dtype)   # -inf where masked: exp gives 0
+        e = x + xp.where(mask, x.dtype.type(0), x.dtype.type(-xp.inf))   # -inf where masked
     m = fast.max(e, axis=axis, keepdims=True)             # the row max
     if mask is not None:
         m[~xp.isfinite(m)] = 0.0                          # a fully masked row has no max
