@@ -49,7 +49,7 @@ class Embedding(Module):
 
     def lookup(self, ids):
         """`forward` without the check of the ids, for a model that checked them already."""
-        self.saved = ids
+        self.saved = ids = xp.asarray(ids)                # host ids (a caller's): to the device
         y = self.params["weight"][ids]                    # (B, T, D), a fresh copy
         if self.scale:
             y *= self.multiplier

@@ -15,6 +15,7 @@ from with `numpy_transformer.decoding.sample`.
 import numpy as np
 
 from .. import kv_cache
+from ..backend import xp
 from ..validation import check_ids, message
 from ..errors import InputError
 from ..layers.embedding import Embedding
@@ -70,6 +71,7 @@ class GPT(Module):
                                      f"T={T} (shape {tuple(ids.shape)})"))
         if mask is None:
             mask = make_causal_mask(T)                                        # (1, 1, T, T)
+        ids = xp.asarray(ids)                          # a caller's host ids: to the device
         x = self.pos.forward(self.embed.lookup(ids))                         # (B, T, D)
         for layer in self.layers:
             x = layer.forward(x, mask)                                       # (B, T, D)

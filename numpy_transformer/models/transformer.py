@@ -119,6 +119,7 @@ class Transformer(Module):
         """
         check_ids(src, "src", self.config.src_vocab_size, ndim=2)
         self.check_tgt(tgt_in, src, "tgt_in")
+        src, tgt_in = xp.asarray(src), xp.asarray(tgt_in)      # a caller's host ids: to the device
         if src_mask is None:
             src_mask = make_padding_mask(src, self.config.pad_id)             # (B, 1, 1, S)
         if tgt_mask is None:
