@@ -6,8 +6,10 @@ The scan makes a student copy with every part stubbed and reads every file in it
 - every line of every solution region of the reference: the package's regions
   (one per part, new parts included automatically) and the lessons' (named
   ones, a cell computing a part's answer, and the unnamed exercises);
-- every line of the grader that the copy must not carry: the checks
-  (assignment/checks_*.py), the catalogue of mistakes and the grading runner;
+- every line of the grader that the copy must not carry: every module of
+  assignment/ (the checks, the catalogue of mistakes, the runner, ...) but
+  registry.py, which the copy carries, and make.py, which holds the text of
+  the copy's own small modules;
 - every line of the answer keys of the think questions (notebooks/answers/).
 
 Lines are compared with their whitespace normalised and a trailing comment
@@ -114,16 +116,16 @@ def solution_lines():
             if not (trivial(code) or exempt(code)):
                 found.setdefault(code, where)
 
+    short_and_shown = lambda code: code in given and len(code) < LONG     # noqa: E731
     for path in sorted({r.path for r in regions}):
         add(region_lines(files[path], [r for r in regions if r.path == path]),
-            f"solution region of {path}", lambda code: code in given and len(code) < LONG)
+            f"solution region of {path}", short_and_shown)
     for book, index, lines, mine in cells:
         for r in mine:
-            short = (lambda code: code in given and len(code) < LONG) if r.part else given.__contains__
-            add(region_lines(lines, [r]), f"solution region of {r.path}", short)
+            add(region_lines(lines, [r]), f"solution region of {r.path}",
+                short_and_shown if r.part else given.__contains__)
     for path in sorted((PACKAGE / "assignment").glob("*.py")):
-        if path.name not in STUDENT_ASSIGNMENT and path.name not in {"__init__.py", "make.py",
-                                                                    "markers.py", "parts.py"}:
+        if path.name not in (*STUDENT_ASSIGNMENT, "make.py"):      # make.py: the copy's
             add(path.read_text(encoding="utf-8").split("\n"),
                 f"grader file assignment/{path.name}", given.__contains__)
     for path in sorted((NOTEBOOKS / ANSWERS).glob("*.md")):
@@ -236,3 +238,5 @@ def test_teacher_copy_carries_the_answer_keys(tmp_path):
     keys = sorted(p.name for p in (tmp_path / "teacher" / "notebooks" / ANSWERS).iterdir())
     assert keys == sorted(p.name for p in (NOTEBOOKS / ANSWERS).iterdir())
     assert manifest["stubbed"] == []
+    readme = (tmp_path / "teacher" / "README.md").read_text(encoding="utf-8")
+    assert "notebooks/answers/ holds the answer keys" in readme

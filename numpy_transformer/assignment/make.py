@@ -1,7 +1,7 @@
 """Making a student copy: the package with the chosen parts' solutions turned into stubs.
 
     make(out, parts=None, solutions=False, teacher=False)   -> the manifest, writes the copy
-    make_assignment(out, parts=None)   the command line's `assignment make --out DIR`
+    make_assignment(out, parts=None, ...)   the command line's `assignment make --out DIR`
 
 The copy holds numpy_transformer/, notebooks/ when this package sits in a
 source checkout, a README for students and assignment.json, which lists the
@@ -158,7 +158,7 @@ def _stub_notebook(path, parts):
     path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _readme(parts, regions, solutions, notebooks):
+def _readme(parts, regions, solutions, notebooks, teacher=False):
     lines = ["# Backward-pass assignment", "",
              "Each part below is a backward pass (or an optimizer step) whose body has been",
              "replaced by `raise NotImplementedError(...)`, between the lines",
@@ -185,6 +185,9 @@ def _readme(parts, regions, solutions, notebooks):
                   "NotImplementedError names that part."]
     if solutions:
         lines += ["", "(This is a solution copy: the reference code is still in place.)"]
+    if teacher:
+        lines += ["", "(A teacher copy: notebooks/answers/ holds the answer keys of the lessons'",
+                  "think questions. Do not hand it out.)"]
     return "\n".join(lines) + "\n"
 
 
@@ -221,7 +224,8 @@ def make(out, parts=None, solutions=False, teacher=False):
                         ignore=shutil.ignore_patterns(*NOT_COPIED, *keys))
         for book in sorted({path.name for path, _, _ in lessons} if not solutions else []):
             _stub_notebook(out / "notebooks" / book, parts)
-    readme = _readme(parts, regions, solutions, notebooks.is_dir())
+    readme = _readme(parts, regions, solutions, notebooks.is_dir(),
+                     teacher and notebooks.is_dir())
     (out / "README.md").write_text(readme, encoding="utf-8")
     manifest = {"format": 1, "parts": parts, "stubbed": stubbed,
                 "max_points": {p: max_points(p) for p in parts}}
@@ -253,10 +257,12 @@ def reveal(directory, parts):
     return manifest
 
 
-def make_assignment(out, parts=None, solutions=False, out_fn=print):
-    """`assignment make --out DIR [--parts ...]`: write the copy and say what it holds."""
-    manifest = make(out, parts, solutions=solutions)
+def make_assignment(out, parts=None, solutions=False, out_fn=print, teacher=False):
+    """`assignment make --out DIR [--parts ...] [--solutions] [--teacher]`: write the copy
+    and say what it holds (teacher: with the answer keys of the think questions)."""
+    manifest = make(out, parts, solutions=solutions, teacher=teacher)
     what = "solution copy" if solutions else "student copy"
-    out_fn(f"wrote a {what} to {out}: parts {', '.join(manifest['parts'])} "
+    keys = " with the answer keys (notebooks/answers/: not for students)" if teacher else ""
+    out_fn(f"wrote a {what}{keys} to {out}: parts {', '.join(manifest['parts'])} "
            f"({sum(manifest['max_points'].values())} points); see {Path(out) / 'README.md'}")
     return 0
