@@ -7,11 +7,11 @@ overflowing, so logits of 1e4 are fine. With a boolean `mask` (True = keep),
 masked entries get probability exactly 0; a row with nothing kept is all zeros
 (never NaN).
 
-Backward (p = softmax(x), dp the upstream gradient): the Jacobian of one row is
-    dp_j/dx_i = p_j (delta_ij - p_i),   i.e. J = diag(p) - p p^T (symmetric),
-and dx = J dp is computed as a Jacobian-vector product along `axis`, never
-building the (n, n) Jacobian itself (deriving its one-line form is the
-`softmax` part of the assignment).
+Backward (p = softmax(x), dp the upstream gradient). The Jacobian of one row is
+    J_ij = partial p_i / partial x_j = p_i (delta_ij - p_j),   J = diag(p) - p p^T,
+a symmetric (n, n) matrix, and dx = J^T dp = J dp. The backward computes that
+product along `axis` without ever building J (its one-line form is what the
+`softmax` part of the assignment asks for).
 
 log_softmax(x) = x - m - log sum_j exp(x_j - m)
 Backward: dx = dz - softmax(x) * sum_j dz_j.
