@@ -283,3 +283,50 @@ def test_grade_command_on_a_forged_copy_prints_zero(student_copy, tmp_path):
     assert done.returncode == 1, done.stderr
     assert "total                     0   20" in done.stdout, done.stdout
     assert '"points": 160' not in done.stdout
+
+
+HOSTILE_INIT = '''
+import json as _json, os as _os, sys as _sys
+import numpy as _np
+_outputs, _status = _sys.argv[4], _sys.argv[5]
+if "bomb" in __file__ or _os.path.exists(_os.path.join(_os.getcwd(), "BOMB")):
+    _np.savez_compressed(_outputs, **{"c0t0.out": _np.zeros(10_000_000)})
+else:
+    _np.savez(_outputs, **{"c0t0.out": _np.array(["a", "b"]), "c0t0.dx.0": _np.zeros((2, 3, 4)),
+                           "c0t1.inplace": _np.array(1.0)})
+open(_status, "w").write(_json.dumps({"c0t0": {"state": ["ok"]}, "c0t1": "ok",
+                                      "c1t0": {"state": "ok", "message": {"x": 1}}}))
+_os._exit(0)
+'''
+
+
+@pytest.mark.parametrize("bomb", [False, True])
+def test_hostile_result_files_score_zero_without_harm(student_copy, tmp_path, bomb):
+    """Result files of the wrong types, or an npz that would decompress to 80 MB: 0 points,
+    and the grader itself goes on."""
+    copy = fresh(student_copy, tmp_path)
+    if bomb:
+        (copy / "BOMB").write_text("")
+    init = copy / "numpy_transformer" / "__init__.py"
+    init.write_text(init.read_text() + HOSTILE_INIT)
+    [result] = grade(copy, parts=["linear"]).parts
+    assert result.points == 0
+    if bomb:
+        assert "too large" in result.message, result
+
+
+def test_only_the_students_package_is_importable_in_a_worker(student_copy, tmp_path):
+    """Even with the teacher's package on sys.path beside NumPy (as a plain install into
+    site-packages would be), the worker imports the student's, before and after a forger
+    drops the student's folder from sys.path."""
+    worker = PACKAGE / "assignment" / "worker.py"
+    probe = (f"import sys, runpy; sys.path.insert(0, {str(PACKAGE.parent)!r}); "
+             f"w = runpy.run_path({str(worker)!r}); w['isolate']({str(student_copy)!r}); "
+             "import numpy, numpy_transformer; print(numpy_transformer.__file__); "
+             f"sys.path.remove({str(student_copy)!r}); del sys.modules['numpy_transformer']; "
+             "import numpy_transformer; print(numpy_transformer.__file__)")
+    import subprocess
+    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    mine = str(student_copy / "numpy_transformer" / "__init__.py")
+    assert done.stdout.split() == [mine, mine], done.stderr

@@ -25,6 +25,7 @@ from .registry import CHECKS, PARTS, TITLES, validate_parts  # noqa: F401
 from .scenarios import Draw, Package, Read, run_task
 
 REFERENCE = __name__.split(".")[0]          # this package: the reference solution
+STATES = ("ok", "not implemented", "error")   # of a task, as the worker reports it
 
 
 def max_points(part):
@@ -111,6 +112,9 @@ def compare(expected, got, keys, tolerance):
         want, have = expected[name], got.get(name)
         if have is None:
             problems.append((math.inf, f"{label(name)}: missing"))
+        elif have.dtype.kind not in "fiub" or (want.dtype == bool) != (have.dtype == bool):
+            problems.append((math.inf, f"{label(name)}: dtype {have.dtype}, expected "
+                                       f"{want.dtype}"))
         elif have.shape != want.shape:
             problems.append((math.inf, f"{label(name)}: shape {have.shape}, expected "
                                        f"{want.shape}"))
@@ -131,10 +135,10 @@ def compare(expected, got, keys, tolerance):
 
 def score_check(c, index, outputs, status):
     """CheckResult of check `c` (number `index` in its part) from the worker's results."""
-    worst, problems = 0.0, []
+    worst, problems = None, []
     for j in range(len(c.tasks)):
         tid = f"c{index}t{j}"
-        state = status.get(tid, {"state": "error", "message": "no result"})
+        state = checked_status(status.get(tid))
         if state["state"] == "not implemented":
             return CheckResult(c.name, 0, c.points, False, None,
                                f"not implemented: {state['message']}")
@@ -144,7 +148,8 @@ def score_check(c, index, outputs, status):
         prefix = tid + "."
         got = {k[len(prefix):]: v for k, v in outputs.items() if k.startswith(prefix)}
         err, wrong = compare(c_expected(c, index, j), got, c.keys, c.tolerance)
-        worst = max(worst, err, key=lambda e: math.inf if math.isnan(e) else e)
+        worst = err if worst is None else max(worst, err,
+                                               key=lambda e: math.inf if math.isnan(e) else e)
         problems += wrong
     if not problems:
         return CheckResult(c.name, c.points, c.points, True, worst, "ok")
@@ -152,6 +157,13 @@ def score_check(c, index, outputs, status):
     return CheckResult(c.name, 0, c.points, False, worst,
                        f"{'; '.join(problems[:3])}{more}. Expected: {c.why} "
                        f"[a correct answer: {c.expect}]")
+
+
+def checked_status(entry):
+    """A worker's status entry of one task, as {"state", "message"} with known states only."""
+    if not isinstance(entry, dict) or entry.get("state") not in STATES:
+        return {"state": "error", "message": "no result for this task"}
+    return {"state": entry["state"], "message": str(entry.get("message", ""))[:300]}
 
 
 def c_expected(c, index, j):

@@ -14,7 +14,8 @@ in DIR (the student's copy) in a session of its own, with RLIMIT_AS (memory),
 RLIMIT_FSIZE and RLIMIT_CORE set, stdin closed, stdout thrown away and stderr
 kept in a file (its last line explains a crash), and kills the whole session
 at the time limit. It then loads the two result files (allow_pickle=False,
-sizes checked). `problem` is None, or why the worker gave no results: timed
+sizes checked before anything is decompressed; parts.py checks every array's
+shape and dtype and every status entry before using it). `problem` is None, or why the worker gave no results: timed
 out, out of memory, or the exit status and last line of a crash (an
 `os._exit(0)` at import counts: it writes no results).
 """
@@ -26,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -108,17 +110,20 @@ class Harness:
                    f"exited with status {status}")
             return {}, {}, (f"crashed: the grading process {how} before writing its results"
                             + (f": {last}" if last else ""))
-        if any(os.path.getsize(files[n]) > MAX_RESULT_BYTES
-               for n in ("outputs.npz", "status.json")):
-            return {}, {}, "the grading process wrote results too large to read"
         try:
+            if (os.path.getsize(files["status.json"]) > MAX_RESULT_BYTES
+                    or sum(i.file_size for i in zipfile.ZipFile(files["outputs.npz"]).infolist())
+                    > MAX_RESULT_BYTES):
+                return {}, {}, "the grading process wrote results too large to read"
             with np.load(files["outputs.npz"], allow_pickle=False) as data:
                 outputs = {k: np.asarray(data[k]) for k in data.files}
             status_of = json.loads(Path(files["status.json"]).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
+            if not isinstance(status_of, dict):
+                raise ValueError("the status is not a JSON object")
+        except (OSError, ValueError, RecursionError, zipfile.BadZipFile) as err:
             return {}, {}, f"unreadable results: {type(err).__name__}: {err}"
         if "fatal" in status_of:
-            return {}, {}, f"the package does not import: {status_of['fatal'].get('message')}"
+            return {}, {}, f"the package does not import: {str(status_of['fatal'])[:300]}"
         return outputs, status_of, None
 
 

@@ -9,8 +9,9 @@ with the student's DIR as working directory, a time limit and a memory limit.
 Before importing anything of the student's, the worker makes sure that no
 other `numpy_transformer` can be imported: `-I` keeps PYTHONPATH, the user's
 site-packages and the script's folder out, and `isolate()` drops the
-editable-install finders and every path entry that holds a numpy_transformer
-other than the student's. The harness is loaded from its copy as the package
+editable-install finders and puts first a finder that finds numpy_transformer
+in the student's folder only (even where the grader is installed beside NumPy,
+in site-packages). The harness is loaded from its copy as the package
 `_nt_harness`; no reference code is ever imported here.
 
 Each task (scenarios.py) runs on the teacher's arrays from INPUTS.npz; its
@@ -20,6 +21,7 @@ with its own reference results: nothing printed, written elsewhere or faked
 here can raise a score, only arrays equal to the right ones.
 """
 
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -28,20 +30,30 @@ import sys
 HARNESS = "_nt_harness"
 
 
+class StudentPackageOnly:
+    """A finder, first on sys.meta_path: `numpy_transformer` is found in the student's folder
+    or nowhere, whatever sys.path says (a grader installed into site-packages stays out)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "numpy_transformer":
+            return None                       # its submodules follow the package's __path__
+        spec = importlib.machinery.PathFinder.find_spec(fullname, [self.root])
+        if spec is None:
+            raise ModuleNotFoundError(f"no numpy_transformer in {self.root}", name=fullname)
+        return spec
+
+
 def isolate(student_root):
-    """Only the student's numpy_transformer is importable: drop the editable-install finders,
-    path hooks and path entries of any other copy; put the student's folder first."""
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    """Only the student's numpy_transformer is importable: the editable-install finders and
+    path hooks of the teacher's package dropped, a finder that looks in the student's folder
+    only put first, that folder first on sys.path, no numpy_transformer module loaded."""
+    sys.meta_path[:] = [StudentPackageOnly(student_root)] + [
+        f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in repr(h).lower()]
-    keep = []
-    for entry in sys.path:
-        if "editable" in entry.lower():
-            continue
-        where = os.path.realpath(entry or ".")
-        if where != student_root and os.path.exists(os.path.join(where, "numpy_transformer")):
-            continue
-        keep.append(entry)
-    sys.path[:] = [student_root] + keep
+    sys.path[:] = [student_root] + [e for e in sys.path if "editable" not in e.lower()]
     sys.path_importer_cache.clear()
     for name in [n for n in sys.modules if n.split(".")[0] == "numpy_transformer"]:
         del sys.modules[name]
