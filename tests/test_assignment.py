@@ -114,6 +114,7 @@ def test_reference_solution_gets_full_marks(solution_copy, tmp_path):
     for part in report["parts"]:
         assert part["max_rel_error"] < 1e-7, part
     assert "total                   160  160" in lines[0]
+    assert not list(solution_copy.rglob("__pycache__")), "grading wrote into the copy"
 
 
 def test_fresh_student_copy_imports_and_scores_zero_everywhere(student_copy):

@@ -8,9 +8,9 @@ NumPy-only code, no reference solution) into a temporary folder, so that the
 worker loads them from there and never sees this package. `run` writes the
 part's tasks and input arrays, starts
 
-    python -I HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+    python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
-in DIR (the student's copy) in a session of its own, with RLIMIT_AS (memory),
+in DIR (the student's copy; -B: no __pycache__ written into it) in a session of its own, with RLIMIT_AS (memory),
 RLIMIT_FSIZE and RLIMIT_CORE set, stdin closed, stdout thrown away and stderr
 kept in a file (its last line explains a crash), and kills the whole session
 at the time limit. It then loads the two result files (allow_pickle=False,
@@ -83,9 +83,8 @@ class Harness:
         Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
         np.savez(files["inputs.npz"], **reference.inputs)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONDONTWRITEBYTECODE="1")
-        argv = [self.python, "-I", str(self.folder / "worker.py"), str(root),
+        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        argv = [self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
                 *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json"))]
         with open(files["stderr.txt"], "wb") as stderr:
             worker = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,

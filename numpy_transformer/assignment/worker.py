@@ -3,7 +3,7 @@
 The teacher's process (runner.py) copies the harness files (this file,
 scenarios*.py, standins.py) into a fresh folder and starts, once per part,
 
-    python -I HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+    python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
 with the student's DIR as working directory, a time limit and a memory limit.
 Before importing anything of the student's, the worker makes sure that no
