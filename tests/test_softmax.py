@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close, gradcheck
 from numpy_transformer.layers.softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_backward,
                                               softmax, softmax_backward)
@@ -41,7 +42,7 @@ def test_large_logits_stay_finite(rng):
 
 def test_masked_softmax_values_and_fully_masked_rows(rng):
     x = rng.normal(size=(2, 1, 3, 4))
-    mask = np.ones((2, 1, 3, 4), dtype=bool)
+    mask = xp.ones((2, 1, 3, 4), dtype=bool)
     mask[0, 0, 0, 1:] = False                    # only key 0 allowed
     mask[1, 0, 2, :] = False                     # nothing allowed: all-zero row
     p = softmax(x, mask=mask)
