@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.linear import Linear
 
@@ -36,7 +37,7 @@ def test_init(rng):
     assert W.shape == (400, 300) and W.dtype == np.float32
     assert abs(W.std() - 400**-0.5) < 1e-3
     assert np.all(layer.params["bias"] == 0)
-    assert layer.forward(np.ones((2, 400), dtype=np.float32)).dtype == np.float32
+    assert layer.forward(xp.ones((2, 400), dtype=np.float32)).dtype == np.float32
 
 
 def test_two_backward_calls_double_grads(float64, rng):
