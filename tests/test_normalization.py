@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.normalization import LayerNorm
 
@@ -34,9 +35,9 @@ def test_forward_matches_formula(float64, rng):
 def test_constant_rows_give_beta(float64, rng):
     ln = LayerNorm(4)
     randomize(ln, rng)
-    y = ln.forward(np.full((2, 3, 4), 7.0))
+    y = ln.forward(xp.full((2, 3, 4), 7.0))
     np.testing.assert_allclose(y, np.broadcast_to(ln.params["beta"], (2, 3, 4)), atol=1e-12)
-    assert np.all(np.isfinite(ln.backward(np.ones((2, 3, 4)))))
+    assert np.all(np.isfinite(ln.backward(xp.ones((2, 3, 4)))))
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 4), (1, 1, 4), (1, 5, 4), (3, 4), (2, 3, 2, 4)])
