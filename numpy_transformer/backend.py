@@ -12,7 +12,13 @@ to be redone:
     set_backend("cupy")                       # or NUMPY_TRANSFORMER_BACKEND=cupy
 
 Switch before building a model: arrays already made stay on the device they
-were made on.
+were made on. A third backend, "simulator", is test support: a CPU array module
+that is as strict as CuPy about host and device (device_simulator.py), so that a
+machine without a GPU still finds code that would break on one.
+
+Arrays cross between host and device in two places only: `xp.asarray` (the
+data pipeline moves each batch to the device) and `to_numpy` (metrics,
+checkpoints, figures bring results back).
 """
 
 import os
@@ -20,7 +26,7 @@ import os
 import numpy
 from .errors import InputError, InputTypeError
 
-_BACKENDS = ("numpy", "cupy")
+_BACKENDS = ("numpy", "cupy", "simulator")
 _active = numpy
 _default_dtype = numpy.dtype(numpy.float32)
 
@@ -56,21 +62,29 @@ def set_backend(name):
                 'GPU extra with `pip install -e ".[gpu]"` (needs an NVIDIA GPU and CUDA 12)'
             ) from err
         _active = cupy
+    elif name == "simulator":
+        from . import device_simulator
+        _active = device_simulator.module
     else:
         _active = numpy
     vars(xp).clear()                          # forget what the old module answered
 
 
 def get_backend():
-    """Name of the active array module: "numpy" or "cupy"."""
+    """Name of the active array module: "numpy", "cupy" or "simulator"."""
     return _active.__name__
 
 
 def to_numpy(x):
     """A NumPy array holding `x` (copied from the GPU when `x` is a CuPy array)."""
-    if hasattr(x, "get") and type(x).__module__.startswith("cupy"):
+    if type(x).__module__.startswith(("cupy", "numpy_transformer.device_simulator")):
         return x.get()
     return numpy.asarray(x)
+
+
+def on_device(x):
+    """`x` on the active device: a host array or scalar is copied there, a device array kept."""
+    return xp.asarray(x)
 
 
 def get_default_dtype():

@@ -56,6 +56,7 @@ def write_figures(out="figures", *, quick=False, seed=0, log=print):
 
 def plot_masks(ids=((5, 7, 2, 9, 3, 4), (4, 8, 6, 3, 0, 0)), pad_id=0, path=None):
     """Padding, causal and decoder masks of the second (padded) row of `ids`, as images."""
+    from .backend import to_numpy
     from .masks import make_causal_mask, make_decoder_mask, make_padding_mask
     ids = np.asarray(ids)                                                   # (B, T)
     B, T = ids.shape
@@ -66,7 +67,7 @@ def plot_masks(ids=((5, 7, 2, 9, 3, 4), (4, 8, 6, 3, 0, 0)), pad_id=0, path=None
     axes = fig.subplots(1, 3, gridspec_kw={"wspace": 0.45})
     labels = [str(int(i)) if i != pad_id else "<pad>" for i in ids[-1]]
     for ax, (name, mask) in zip(axes, masks.items()):
-        full = np.broadcast_to(np.asarray(mask), (B, 1, T, T))[-1, 0]         # (T, T)
+        full = np.broadcast_to(to_numpy(mask), (B, 1, T, T))[-1, 0]         # (T, T)
         ax.imshow(full, cmap="Greys_r", vmin=0, vmax=1)
         ax.set_xticks(range(T), labels, rotation=90, fontsize=8)
         ax.set_yticks(range(T), labels, fontsize=8)

@@ -20,9 +20,14 @@ form; going through softmax's own Jacobian would divide by tiny probabilities.
 
 When every target is ignored (N = 0) we return loss 0.0 and a zero gradient,
 so a batch of pure padding changes nothing. (PyTorch returns NaN there.)
+
+On a GPU the loss stays there: with NumPy, forward returns a Python float; on
+a device, a 0-d device array (a float would wait for the GPU every step). The
+training loop passes `num_tokens`, counted by the data pipeline on the host, so
+that neither the count nor the check of the target ids needs the device.
 """
 
-from .backend import xp
+from .backend import get_backend, xp
 from .validation import check_float_array, check_probability, message
 from .module import Module
 from .errors import InputError, InputTypeError
@@ -31,7 +36,9 @@ from .errors import InputError, InputTypeError
 class CrossEntropyLoss(Module):
     """Mean cross-entropy of `logits` (..., V) against integer `targets` (...).
 
-    forward(logits, targets) -> Python float, the mean over counted tokens
+    forward(logits, targets, num_tokens=None) -> the mean over counted tokens: a Python
+                             float (NumPy) or a 0-d device array (CuPy); num_tokens, when
+                             given, is N counted on the host and the targets are trusted
     backward(dloss=1.0)      -> dlogits (..., V), same dtype as logits
     num_tokens               the number of counted tokens N in the last forward
 
@@ -65,6 +72,7 @@ class CrossEntropyLoss(Module):
 
     def _counted(self, targets, V):
         """(valid mask, targets with ignored ids set to 0); checks ids lie in [0, V)."""
+        targets = xp.asarray(targets)                           # (N,) a caller's host ids too
         valid = xp.ones(targets.shape, dtype=bool) if self.ignore_index is None \
             else targets != self.ignore_index                  # (N,)
         safe = xp.where(valid, targets, 0)                      # (N,) ignored rows read class 0
@@ -75,13 +83,25 @@ class CrossEntropyLoss(Module):
             raise InputError(message("targets", allowed, f"id {low if low < 0 else high}"))
         return valid, safe
 
-    def forward(self, logits, targets):
+    def _trusted(self, targets):
+        """(valid mask, targets with ignored ids set to 0), without a look at the values."""
+        targets = xp.asarray(targets)                           # (N,)
+        if self.ignore_index is None:
+            return xp.ones(targets.shape, dtype=bool), targets
+        valid = targets != self.ignore_index                     # (N,)
+        return valid, xp.where(valid, targets, 0)
+
+    def forward(self, logits, targets, num_tokens=None):
         self._check(logits, targets)
         V = logits.shape[-1]
         x = logits.reshape(-1, V)                               # (N, V), N = all tokens
-        valid, t = self._counted(targets.reshape(-1), V)        # (N,), (N,)
+        if num_tokens is None:                                  # count and check on the device
+            valid, t = self._counted(targets.reshape(-1), V)    # (N,), (N,)
+            n = int(valid.sum())
+        else:                                                   # counted by the data pipeline
+            valid, t = self._trusted(targets.reshape(-1))
+            n = num_tokens
         rows = xp.arange(x.shape[0])                            # (N,)
-        n = int(valid.sum())
         eps = self.label_smoothing
 
         z = x - x.max(axis=-1, keepdims=True)                   # (N, V) shifted logits
@@ -95,7 +115,11 @@ class CrossEntropyLoss(Module):
         per_token = (log_s - z_t) * (1 - eps)                   # (N,) -(1-eps) log p_t
         if eps:
             per_token += (V * log_s - z_sum) * (eps / V)        # -(eps/V) sum_j log p_j
-        loss = float(xp.where(valid, per_token, 0).sum()) / n if n else 0.0
+        total = xp.where(valid, per_token, 0).sum()            # () on the device
+        if get_backend() == "numpy":
+            loss = float(total) / n if n else 0.0
+        else:
+            loss = total / max(n, 1)                            # () no wait for the device
 
         self.num_tokens = n
         self.saved = (p, t, valid, rows, logits.shape)

@@ -8,14 +8,14 @@ from .errors import InputError, InputTypeError
 def make_padding_mask(ids, pad_id):
     """(B, 1, 1, S) mask that hides the key positions holding `pad_id`.
 
-    ids: (B, S) integer token ids.
+    ids: (B, S) integer token ids (host ids move to the device; the mask is made there).
     """
     if not hasattr(ids, "dtype") or ids.dtype.kind not in "iu":
         raise InputTypeError(message("ids", "an integer array of token ids",
                                 getattr(ids, "dtype", type(ids).__name__)))
     if ids.ndim != 2:
         raise InputError(message("ids", "shape (B, S)", f"shape {tuple(ids.shape)}"))
-    return (ids != pad_id)[:, None, None, :]                 # (B, 1, 1, S)
+    return (xp.asarray(ids) != pad_id)[:, None, None, :]     # (B, 1, 1, S)
 
 
 def make_causal_mask(T):

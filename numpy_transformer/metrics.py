@@ -12,6 +12,8 @@ among that many tokens".
 
 import math
 
+import numpy as np
+
 from .backend import to_numpy, xp
 from .validation import check_aligned, check_positive_int, message
 from .data.batching import make_batch
@@ -93,10 +95,10 @@ def seq2seq_loss(model, pairs, *, label_smoothing=0.0, batch_size=256):
     for chunk in _length_sorted_chunks([p[0] for p in pairs], batch_size):
         b = make_batch([pairs[i][0] for i in chunk], [pairs[i][1] for i in chunk])
         logits = model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask)      # (B, T, V)
-        total += loss_fn.forward(logits, b.tgt_out) * loss_fn.num_tokens
-        count += loss_fn.num_tokens
+        total += loss_fn.forward(logits, b.tgt_out, num_tokens=b.ntokens) * b.ntokens
+        count += b.ntokens
     model.train(was_training)
-    return total / max(count, 1)
+    return float(total) / max(count, 1)                  # one wait for the device, at the end
 
 
 def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=None,
@@ -156,13 +158,12 @@ def evaluate_lm(model, ids, *, block_size, batch_size=32, max_batches=None):
     for k, first in enumerate(range(0, len(starts), batch_size)):
         if max_batches is not None and k >= max_batches:
             break
-        rows = [ids[s:s + block_size + 1] for s in starts[first:first + batch_size]]
-        x = xp.asarray([r[:-1] for r in rows])                               # (B, T)
-        y = xp.asarray([r[1:] for r in rows])                                # (B, T)
-        total += loss_fn.forward(model.forward(x), y) * loss_fn.num_tokens
-        count += loss_fn.num_tokens
+        rows = np.array([ids[s:s + block_size + 1] for s in starts[first:first + batch_size]])
+        x, y = xp.asarray(rows[:, :-1]), xp.asarray(rows[:, 1:])            # (B, T) each
+        total += loss_fn.forward(model.forward(x), y, num_tokens=y.size) * y.size
+        count += y.size
     model.train(was_training)
-    loss = total / count
+    loss = float(total) / count                          # one wait for the device, at the end
     return {"loss": loss, "perplexity": perplexity(loss)}
 
 

@@ -12,6 +12,8 @@ except `check_ids`, which reads the ids once to find their range.
 
 import numbers
 
+import numpy
+
 from .backend import xp
 from .errors import InputError, InputTypeError
 
@@ -37,7 +39,11 @@ def check_float_array(x, name, ndim=None, last_dim=None, last_dim_name=None):
 
 
 def check_ids(ids, name, vocab_size, ndim=None):
-    """ids must be an integer array with values in [0, vocab_size)."""
+    """ids must be an integer array with values in [0, vocab_size).
+
+    The values are checked for host (NumPy) arrays only: reading a device array's
+    min and max back would make every step wait for the GPU. Ids on a device were
+    made by the data pipeline from checked host arrays (batching.py)."""
     if not hasattr(ids, "dtype"):
         raise InputTypeError(message(name, "an integer array of token ids", type(ids).__name__))
     if ids.dtype.kind not in "iu":
@@ -46,6 +52,8 @@ def check_ids(ids, name, vocab_size, ndim=None):
         raise InputError(message(name, f"{ndim} dimensions", f"shape {tuple(ids.shape)}"))
     if ids.size == 0:
         raise InputError(message(name, "at least one token id", f"shape {tuple(ids.shape)}"))
+    if not isinstance(ids, numpy.ndarray):
+        return
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= vocab_size:
         bad = low if low < 0 else high

@@ -1,9 +1,21 @@
-"""Shared fixtures: gradient checks run in float64, and the dtype is restored after."""
+"""Shared fixtures: gradient checks run in float64, and the dtype is restored after.
+
+The suite also runs on a device: `NUMPY_TRANSFORMER_BACKEND=simulator python -m pytest`
+(a CPU stand-in as strict as CuPy, see numpy_transformer/device_simulator.py) or
+`=cupy` on a GPU. Then the `rng` fixture hands out device arrays, as the data
+pipeline does, and NumPy's assertions compare on the host (`to_numpy` first):
+the tests stay written in NumPy and the package's code meets only device arrays.
+"""
+
+import functools
 
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import get_default_dtype, set_default_dtype
+from numpy_transformer.backend import (get_backend, get_default_dtype, set_default_dtype,
+                                       to_numpy, xp)
+
+ON_DEVICE = get_backend() != "numpy"
 
 
 @pytest.fixture
@@ -15,6 +27,49 @@ def float64():
     set_default_dtype(saved)
 
 
+class DeviceRandom:
+    """A NumPy Generator whose arrays land on the active device (numpy: unchanged)."""
+
+    def __init__(self, generator):
+        self.generator = generator
+
+    def __getattr__(self, name):
+        attribute = getattr(self.generator, name)
+        if not callable(attribute) or name in ("bit_generator", "spawn"):
+            return attribute
+
+        @functools.wraps(attribute)
+        def draw(*args, **kwargs):
+            out = attribute(*args, **kwargs)
+            return xp.asarray(out) if isinstance(out, np.ndarray) else out
+        return draw
+
+
 @pytest.fixture
 def rng():
-    return np.random.default_rng(0)
+    generator = np.random.default_rng(0)
+    return DeviceRandom(generator) if ON_DEVICE else generator
+
+
+def on_host(value):
+    """`value` with every device array in it (lists, tuples, dicts walked) copied to NumPy."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_host(v) for v in value)
+    if isinstance(value, dict):
+        return {k: on_host(v) for k, v in value.items()}
+    if type(value).__module__.startswith(("cupy", "numpy_transformer.device_simulator")):
+        return to_numpy(value)
+    return value
+
+
+def _compare_on_host(assertion):
+    @functools.wraps(assertion)
+    def compare(*args, **kwargs):
+        return assertion(*on_host(args), **on_host(kwargs))
+    return compare
+
+
+if ON_DEVICE:
+    for _name in ("assert_allclose", "assert_array_equal", "assert_equal", "assert_array_less",
+                  "assert_array_almost_equal", "assert_almost_equal", "assert_array_max_ulp"):
+        setattr(np.testing, _name, _compare_on_host(getattr(np.testing, _name)))

@@ -42,6 +42,18 @@ def test_default_dtype_is_float32_and_context_manager_restores():
     assert get_default_dtype() == np.float32
 
 
+@pytest.fixture
+def restore_backend():
+    """Tests that switch the backend put back the one the suite runs on."""
+    saved = get_backend()
+    yield
+    set_backend(saved)
+
+
+numpy_only = pytest.mark.skipif(get_backend() != "numpy", reason="the suite runs on a device")
+
+
+@numpy_only
 def test_xp_is_numpy_by_default():
     assert get_backend() == "numpy"
     assert xp.zeros is np.zeros and xp.float64 is np.float64
@@ -49,19 +61,22 @@ def test_xp_is_numpy_by_default():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
-def test_cupy_without_cupy_is_a_helpful_import_error():
+def test_cupy_without_cupy_is_a_helpful_import_error(restore_backend):
+    before = get_backend()
     with pytest.raises(ImportError, match=r"CuPy is not installed.*pip install"):
         set_backend("cupy")
-    assert get_backend() == "numpy"
+    assert get_backend() == before
 
 
-def test_unknown_backend_raises():
-    with pytest.raises(ValueError, match=r"backend must be one of \('numpy', 'cupy'\), got 'torch'"):
+def test_unknown_backend_raises(restore_backend):
+    before = get_backend()
+    with pytest.raises(ValueError, match=r"backend must be one of \('numpy', 'cupy', 'simulator'\), "
+                                         r"got 'torch'"):
         set_backend("torch")
-    assert get_backend() == "numpy"
+    assert get_backend() == before
 
 
-def test_set_backend_numpy_is_a_no_op():
+def test_set_backend_numpy_is_a_no_op(restore_backend):
     set_backend("numpy")
     assert get_backend() == "numpy" and xp.ones is np.ones
 

@@ -372,6 +372,9 @@ def test_assignment_make_and_grade_through_the_command_line(work):
     error(nt("assignment", "make", "--out", "hw2", "--parts", "nope", cwd=work), 2,
           "unknown part 'nope'")
     error(nt("assignment", "grade", "nowhere", cwd=work), 2, "nowhere")
+    ok(nt("assignment", "make", "--out", "teacher", "--parts", "linear", "--teacher", cwd=work))
+    assert (work / "teacher" / "notebooks" / "answers").is_dir()
+    assert not (work / "hw1" / "notebooks" / "answers").exists()     # students: no answer keys
 
 
 @pytest.mark.slow

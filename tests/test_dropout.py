@@ -3,13 +3,14 @@
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.dropout import Dropout
 
 
 def test_train_drops_and_rescales(rng):
     drop = Dropout(0.25, rng=rng)
-    x = np.ones((4, 50, 50))
+    x = xp.ones((4, 50, 50))
     y = drop.forward(x)
     assert abs(np.mean(y == 0) - 0.25) < 0.02
     np.testing.assert_allclose(y[y != 0], 1 / 0.75)   # kept values scaled by 1 / (1 - p)
@@ -32,7 +33,7 @@ def test_eval_and_p_zero_are_identity(rng):
 
 
 def test_seeded_masks_repeat():
-    x = np.ones((3, 7))
+    x = xp.ones((3, 7))
     a = Dropout(0.5, rng=np.random.default_rng(3)).forward(x)
     b = Dropout(0.5, rng=np.random.default_rng(3)).forward(x)
     np.testing.assert_array_equal(a, b)
@@ -40,7 +41,7 @@ def test_seeded_masks_repeat():
 
 def test_frozen_reuses_mask_and_fresh_otherwise(rng):
     drop = Dropout(0.5, rng=rng)
-    x = np.ones((8, 8))
+    x = xp.ones((8, 8))
     first = drop.forward(x)
     drop.frozen = True
     np.testing.assert_array_equal(drop.forward(x), first)
@@ -49,7 +50,7 @@ def test_frozen_reuses_mask_and_fresh_otherwise(rng):
 
 
 def test_float32_stays_float32(rng):
-    y = Dropout(0.1, rng=rng).forward(np.ones((3, 4), dtype=np.float32))
+    y = Dropout(0.1, rng=rng).forward(xp.ones((3, 4), dtype=np.float32))
     assert y.dtype == np.float32
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.feedforward import FeedForward
 from numpy_transformer.layers.linear import Linear
@@ -30,8 +31,8 @@ class TwoInputs(Module):
 
     def __init__(self, D, rng):
         super().__init__()
-        self.params = {"weight": rng.normal(size=(D, D))}
-        self.grads = {"weight": np.zeros((D, D))}
+        self.params = {"weight": xp.asarray(rng.normal(size=(D, D)))}
+        self.grads = {"weight": xp.zeros((D, D))}
 
     def forward(self, a, b):
         self.saved = a

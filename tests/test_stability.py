@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from numpy_transformer.backend import xp
 from numpy_transformer.layers import MultiHeadAttention
 from numpy_transformer.losses import CrossEntropyLoss
 from numpy_transformer.models import TransformerConfig, build_transformer
@@ -23,7 +24,7 @@ def run_steps(config, steps, batch=(2, 12, 10), lr=None, seed=0):
         tgt_in = rng.integers(1, config.tgt_vocab_size, (B, T))
         tgt_out = rng.integers(1, config.tgt_vocab_size, (B, T))
         model.zero_grad()
-        losses.append(loss_fn.forward(model.forward(src, tgt_in), tgt_out))
+        losses.append(float(loss_fn.forward(model.forward(src, tgt_in), xp.asarray(tgt_out))))
         model.backward(loss_fn.backward())
         clip_grad_norm(model, 1.0)
         scheduler.step()
@@ -43,8 +44,8 @@ def test_base_configuration_trains_in_float32_without_overflow():
 def test_huge_attention_scores_stay_finite():
     rng = np.random.default_rng(0)
     attn = MultiHeadAttention(8, 2, rng=rng)
-    x = (1e4 * rng.normal(size=(2, 5, 8))).astype(np.float32)
-    mask = np.ones((2, 1, 5, 5), dtype=bool)
+    x = xp.asarray(1e4 * rng.normal(size=(2, 5, 8)), dtype=np.float32)
+    mask = xp.ones((2, 1, 5, 5), dtype=bool)
     mask[1, :, 2] = False                          # one query row sees nothing
     out = attn.forward(x, x, x, mask)
     grads = attn.backward(np.ones_like(out))

@@ -18,7 +18,7 @@ from .options import add_common, positive_float
 
 def _run_make(args):
     from ..assignment.make import make_assignment
-    return make_assignment(args.out, args.parts, solutions=args.solutions)
+    return make_assignment(args.out, args.parts, solutions=args.solutions, teacher=args.teacher)
 
 
 def _run_grade(args):
@@ -86,6 +86,9 @@ def add_subcommand(subparsers):
                       help="the parts to stub (default: all)")
     make.add_argument("--solutions", action="store_true",
                       help="keep the reference code (a solution copy, to check the grader)")
+    make.add_argument("--teacher", action="store_true",
+                      help="also copy the answer keys of the lessons' think questions "
+                           "(notebooks/answers/): a teacher copy, not for students")
     add_common(make)
     make.set_defaults(run=_run_make)
     _add_grade(commands)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..backend import xp
+from ..backend import get_backend, xp
 from ..validation import check_probability
 from ..module import Module
 
@@ -17,6 +17,13 @@ class Dropout(Module):
     Saved: the scaled mask m / (1 - p), or OFF when dropout is off (eval mode or p = 0).
     `frozen = True` (set by the gradient checker) reuses the last mask instead of
     drawing a new one, so that repeated forwards compute the same function.
+
+    Where masks come from: `rng` is a NumPy Generator on the host (its state is
+    what checkpoints save, so a resumed run draws the same masks). With NumPy the
+    mask is drawn from it directly. On a device the host draws only a 63-bit seed
+    and the mask is drawn on the device from `xp.random.default_rng(seed)`, so no
+    mask crosses the bus; the simulator then gives the same masks as NumPy's
+    generator with that seed, CuPy different ones (its generator is another one).
     """
 
     def __init__(self, p=0.0, *, rng=None, name="p"):
@@ -33,11 +40,17 @@ class Dropout(Module):
             return x
         mask = self.saved
         if not (self.frozen and hasattr(mask, "shape") and mask.shape == x.shape):
-            keep = self.rng.random(x.shape, dtype="float32") >= self.p    # drawn on the CPU: one seed, one mask
-            mask = xp.asarray(keep, dtype=x.dtype)                         # 1.0 kept, 0.0 dropped
+            mask = xp.asarray(self._keep(x.shape), dtype=x.dtype)          # 1.0 kept, 0.0 dropped
             mask /= x.dtype.type(1.0 - self.p)
         self.saved = mask
         return x * mask
+
+    def _keep(self, shape):
+        """A boolean mask of `shape`, True with probability 1 - p (see the class docstring)."""
+        if get_backend() == "numpy":
+            return self.rng.random(shape, dtype="float32") >= self.p
+        seed = int(self.rng.integers(2**63))                 # host only: no wait for the device
+        return xp.random.default_rng(seed).random(shape, dtype="float32") >= self.p
 
     def backward(self, dy):
         # BEGIN SOLUTION dropout

@@ -6,11 +6,15 @@
 One factor for all gradients keeps the update's direction and only shortens
 it; the 1e-6 (PyTorch's) keeps the division safe. The norm is computed as the
 norm of the per-parameter norms, like PyTorch, which needs no big temporary.
+
+On a GPU nothing comes back to the host: the factor min(1, max_norm / (total +
+1e-6)) is computed and applied on the device (1 where the norm is not finite),
+and the norm is returned as a 0-d device array.
 """
 
 import math
 
-from ..backend import xp
+from ..backend import get_backend, xp
 from .base import check_positive
 
 _EPS = 1e-6
@@ -18,7 +22,8 @@ _EPS = 1e-6
 
 def clip_grad_norm(model, max_norm):
     """Scale all of `model`'s gradients in place so their global L2 norm is at most
-    `max_norm`; return the norm before clipping, as a Python float.
+    `max_norm`; return the norm before clipping, as a Python float (NumPy) or a 0-d
+    device array (CuPy: no wait for the device).
 
     A tied array's gradient is counted once. If the norm is inf or NaN the
     gradients are left untouched and the norm is returned, so the caller can
@@ -28,10 +33,23 @@ def clip_grad_norm(model, max_norm):
     grads = [grad for _, _, grad in model.named_parameters()]
     if not grads:
         return 0.0
+    if get_backend() != "numpy":
+        return _clip_on_device(grads, max_norm)
     norms = xp.stack([xp.linalg.norm(g.ravel()).astype(xp.float64) for g in grads])  # (P,)
     total = float(xp.linalg.norm(norms))
     coef = max_norm / (total + _EPS)
     if math.isfinite(total) and coef < 1.0:
         for g in grads:
             g *= coef
+    return total
+
+
+def _clip_on_device(grads, max_norm):
+    """clip_grad_norm without a host round trip, in the gradients' dtype."""
+    norms = xp.stack([xp.linalg.norm(g.ravel()) for g in grads])          # (P,)
+    total = xp.linalg.norm(norms)                                         # ()
+    coef = xp.minimum(max_norm / (total + _EPS), 1)                       # ()
+    coef = xp.where(xp.isfinite(total), coef, 1).astype(grads[0].dtype)   # ()
+    for g in grads:
+        g *= coef
     return total

@@ -102,8 +102,9 @@ class DataParallelTrainer(Trainer):
         n, n_k = int(counted.sum()), int(counted[lo:hi].sum())
         return tuple(x[lo:hi] for x in inputs), targets[lo:hi], (n_k / n if n else 0.0)
 
-    def gradients(self, inputs, targets):
-        """The global batch's mean loss; every rank's model then holds its gradient."""
+    def gradients(self, inputs, targets, ntokens=None):
+        """The global batch's mean loss; every rank's model then holds its gradient.
+        (`ntokens` is the global count; each rank counts its own shard.)"""
         inputs, targets, weight = self.shard(inputs, targets)
         loss = 0.0
         if weight:                                      # (a shard with no counted token adds 0)

@@ -17,31 +17,29 @@ run), and `out/best.npz` whenever the best metric improves.
 Nothing is lost: the run folder is locked and never silently reused
 (run_folder.py); only finite weights are saved, so a NaN loss raises
 `TrainingDiverged` naming a good checkpoint; Ctrl-C, SIGTERM and a closed
-output finish the step, save and return (signals.py).
+output finish the step, save and return (signals.py). On a GPU the loss of a
+step stays on the device until it is logged, evaluated or saved (pending.py).
 """
 
 import math
 import os
 import time
-from dataclasses import asdict
 
 import numpy as np
 
-from ..backend import xp
-from ..checkpoint import load_checkpoint, save_checkpoint
-from ..validation import message
-from ..errors import InputError, TrainingDiverged
+from ..backend import get_backend
+from ..errors import TrainingDiverged
 from ..losses import CrossEntropyLoss
 from ..metrics import format_metrics
 from ..optim import Adam, AdamW, Scheduler, clip_grad_norm
 from .config import TrainConfig
-from .run_folder import RunFolder
+from .checkpoints import Checkpoints
+from .pending import PendingSteps
 from .signals import stop_requests, write_line
-from .state import (History, TrainResult, generator_states, load_generator_states,
-                    progress_bar)
+from .state import History, TrainResult, generator_states, load_generator_states, progress_bar
 
 
-class Trainer:
+class Trainer(Checkpoints):
     """Trains `model` on batches from `stream` (streams.py).
 
     evaluate:    evaluate(model) -> dict of metrics on held-out data (or None)
@@ -79,17 +77,23 @@ class Trainer:
         self.stop_reason = None
         self._stop, self._updating, self._bar, self._recent = False, False, None, []
         self._resumed_from, self._owns_out, self._folder = None, False, None
+        self._pending = PendingSteps()                 # losses still on the device
+        self._sync_every_step = get_backend() == "numpy"   # free on the CPU: check each step
 
     # One step.
 
     def train_step(self):
-        """One update; returns (loss, lr used, tokens in the batch)."""
+        """One update; returns (loss, lr used, tokens in the batch, gradient norm or None).
+
+        The loss and norm are Python floats with NumPy and 0-d device arrays on a GPU
+        (checked when they reach the host: `_flush`)."""
         inputs, targets, ntokens = self.stream.next_batch()
         self.optimizer.zero_grad()
-        loss = self.gradients(inputs, targets)
+        loss = self.gradients(inputs, targets, ntokens)
+        norm = None
         if self.config.clip_norm is not None:
             norm = clip_grad_norm(self.model, self.config.clip_norm)
-            if not math.isfinite(norm):
+            if isinstance(norm, float) and not math.isfinite(norm):
                 self._diverged(f"the gradient norm became {norm}")
         lr = self.optimizer.lr
         self._updating = True
@@ -98,12 +102,13 @@ class Trainer:
         self.step += 1
         self._updating = False
         self.scheduler.step()
-        return loss, lr, ntokens
+        return loss, lr, ntokens, norm
 
-    def gradients(self, inputs, targets):
+    def gradients(self, inputs, targets, ntokens=None):
         """Forward, loss and backward on a batch; its mean loss (distributed.py: summed)."""
-        loss = self.loss_fn.forward(self.model.forward(*inputs), targets)   # logits (B, T, V)
-        if not math.isfinite(loss):
+        logits = self.model.forward(*inputs)                                 # (B, T, V)
+        loss = self.loss_fn.forward(logits, targets, num_tokens=ntokens)
+        if isinstance(loss, float) and not math.isfinite(loss):
             self._diverged(f"the loss became {loss}")
         self.model.backward(self.loss_fn.backward())
         return loss
@@ -129,6 +134,7 @@ class Trainer:
         try:
             with stop_requests(self.request_stop):
                 interrupted = self._loop()
+            self._flush()
             if interrupted:
                 path = self.save_checkpoint()
                 where = f"; saved {path}, continue with --resume {path}" if path else ""
@@ -162,8 +168,11 @@ class Trainer:
             snapshot = (self.stream.state_dict(), generator_states(self.model))
             try:
                 start = time.perf_counter()
-                loss, lr, ntokens = self.train_step()
-                self._after_step(loss, lr, ntokens / max(time.perf_counter() - start, 1e-9))
+                loss, lr, ntokens, norm = self.train_step()
+                values = {"loss": loss} if norm is None else {"loss": loss, "norm": norm}
+                self._pending.add(self.step, lr, ntokens / max(time.perf_counter() - start,
+                                                               1e-9), **values)
+                self._after_step()
             except KeyboardInterrupt:
                 if self._updating:
                     raise           # half-updated weights: keep the last checkpoint instead
@@ -174,25 +183,44 @@ class Trainer:
                 return True
         return False
 
-    def _after_step(self, loss, lr, tokens_per_s):
+    def _after_step(self):
         c, step = self.config, self.step
-        self.history.log_step(step, loss, lr, tokens_per_s)
-        self._recent = (self._recent + [(loss, tokens_per_s)])[-max(c.log_every, 1):]
-        mean_loss = sum(r[0] for r in self._recent) / len(self._recent)
-        speed = sum(r[1] for r in self._recent) / len(self._recent)
         if self._bar is not None:
             self._bar.update(1)
-            self._bar.set_postfix_str(f"loss {mean_loss:.3f} lr {lr:.2e} {speed:,.0f} tok/s",
-                                      refresh=False)
-        elif c.log_every and step % c.log_every == 0:
-            self._write(f"step {step}/{c.steps}  loss {mean_loss:.4f}  lr {lr:.2e}  "
-                        f"{speed:,.0f} tok/s")
-        if c.eval_every and step % c.eval_every == 0:
+        logged = c.log_every and step % c.log_every == 0
+        evaluate = c.eval_every and step % c.eval_every == 0
+        checkpoint = c.checkpoint_every and step % c.checkpoint_every == 0
+        if self._sync_every_step or logged or evaluate or checkpoint:
+            self._flush(logged)
+        if evaluate:
             self.evaluate()
-        if c.checkpoint_every and step % c.checkpoint_every == 0:
+        if checkpoint:
             self.save_checkpoint()
         for callback in self.callbacks:
             callback(self)
+
+    def _flush(self, logged=False):
+        """Bring the waiting steps' losses to the host: check them, log them."""
+        c = self.config
+        for row in self._pending.flush():
+            for name in ("loss", "norm"):
+                if name in row and not math.isfinite(row[name]):
+                    what = "loss" if name == "loss" else "gradient norm"
+                    self._diverged(f"the {what} became {row[name]}", row["step"])
+            self.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"])
+            self._recent = (self._recent + [(row["loss"], row["tokens_per_s"])]
+                            )[-max(c.log_every, 1):]
+        if not self._recent:
+            return
+        mean_loss = sum(r[0] for r in self._recent) / len(self._recent)
+        speed = sum(r[1] for r in self._recent) / len(self._recent)
+        lr = self.history.train[-1]["lr"]
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"loss {mean_loss:.3f} lr {lr:.2e} {speed:,.0f} tok/s",
+                                      refresh=False)
+        elif logged:
+            self._write(f"step {self.step}/{c.steps}  loss {mean_loss:.4f}  lr {lr:.2e}  "
+                        f"{speed:,.0f} tok/s")
 
     def request_stop(self, reason="stop requested"):
         """Stop after the current step and save (what Ctrl-C and SIGTERM do; for notebooks)."""
@@ -232,68 +260,3 @@ class Trainer:
         if not write_line(text, self._bar, self.log, self.stop_reason == "closed output"):
             self.log = None
             self.request_stop("closed output")
-
-    def _metadata(self):
-        return {**self.metadata, "step": self.step, "train_config": asdict(self.config),
-                "data_state": self.stream.state_dict(),
-                "dropout_states": generator_states(self.model),
-                "best": {"metric": self.best_metric, "value": self.best},
-                "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
-
-    def save_checkpoint(self, name="last.npz"):
-        """Write out/<name> and out/history.json; returns the path (None without `out`).
-
-        Refuses (TrainingDiverged) when a weight is NaN or infinite, so every
-        checkpoint on disk is a good one.
-        """
-        if self.out is None:
-            return None
-        if not all(bool(xp.isfinite(p).all()) for _, p, _ in self.model.named_parameters()):
-            self._diverged("a weight became NaN or infinite", self.step)
-        path = os.path.join(self.out, name)
-        save_checkpoint(path, self.model, self.optimizer, **self._metadata())
-        self.history.save(os.path.join(self.out, "history.json"))
-        if name == "last.npz":
-            self.last_checkpoint = (path, self.step)
-        return path
-
-    def claim_out(self):
-        """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
-
-        fit() does this itself; call it earlier to fail before anything else happens.
-        The lock is held until fit() returns."""
-        if self.out is None:
-            return
-        here = os.path.realpath(self.out)
-        resuming = self._owns_out or self._resumed_from == here
-        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite)
-        self._owns_out = True
-        for name, tokenizer in self.tokenizers.items():
-            tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
-        self._folder.write_json("config.json", {
-            "model_class": type(self.model).__name__, "model": self.model.config.to_dict(),
-            "train": asdict(self.config), **self.metadata})
-
-    def resume(self, checkpoint):
-        """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
-        path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
-        ckpt = load_checkpoint(path) if path is not None else checkpoint
-        meta = ckpt.metadata
-        if "data_state" not in meta or ckpt.optimizer_state is None:
-            raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
-                                     "optimizer and data state)", "a bare model checkpoint"))
-        self.model.load_state_dict(ckpt.model.state_dict())
-        self.optimizer.load_state_dict(ckpt.optimizer_state)
-        self.step = int(meta["step"])
-        self.stream.load_state_dict(meta["data_state"])
-        load_generator_states(self.model, meta["dropout_states"])
-        self.scheduler.step()                        # the lr of the next update
-        self.best = meta.get("best", {}).get("value")
-        path = path if path is not None else getattr(ckpt, "path", None)
-        if path is not None:
-            self._resumed_from = os.path.dirname(os.path.realpath(path))
-            self.last_checkpoint = (str(path), self.step)
-            history = os.path.join(self._resumed_from, "history.json")
-            if os.path.isfile(history):                 # the curves up to the checkpoint
-                self.history = History.load(history).truncate(self.step)
-        return self

@@ -1,0 +1,87 @@
+"""The Trainer's run folder, checkpoints and resuming (a mixin of loop.Trainer).
+
+    save_checkpoint(name)   out/<name> + history.json; refuses non-finite weights
+    claim_out()             lock `out`, write the tokenizers and config.json
+    resume(checkpoint)      continue exactly where a checkpoint left off
+"""
+
+import os
+from dataclasses import asdict
+
+from ..backend import xp
+from ..checkpoint import load_checkpoint, save_checkpoint
+from ..errors import InputError
+from ..validation import message
+from .run_folder import RunFolder
+from .state import History, generator_states, load_generator_states
+
+
+class Checkpoints:
+    """What a Trainer (loop.py) does with its run folder; uses its model, optimizer,
+    stream, history, config and out."""
+
+    def _metadata(self):
+        return {**self.metadata, "step": self.step, "train_config": asdict(self.config),
+                "data_state": self.stream.state_dict(),
+                "dropout_states": generator_states(self.model),
+                "best": {"metric": self.best_metric, "value": self.best},
+                "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
+
+    def save_checkpoint(self, name="last.npz"):
+        """Write out/<name> and out/history.json; returns the path (None without `out`).
+
+        Refuses (TrainingDiverged) when a weight is NaN or infinite, so every
+        checkpoint on disk is a good one.
+        """
+        if self.out is None:
+            return None
+        self._flush()                                # the history up to this step
+        if not all(bool(xp.isfinite(p).all()) for _, p, _ in self.model.named_parameters()):
+            self._diverged("a weight became NaN or infinite", self.step)
+        path = os.path.join(self.out, name)
+        save_checkpoint(path, self.model, self.optimizer, **self._metadata())
+        self.history.save(os.path.join(self.out, "history.json"))
+        if name == "last.npz":
+            self.last_checkpoint = (path, self.step)
+        return path
+
+    def claim_out(self):
+        """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
+
+        fit() does this itself; call it earlier to fail before anything else happens.
+        The lock is held until fit() returns."""
+        if self.out is None:
+            return
+        here = os.path.realpath(self.out)
+        resuming = self._owns_out or self._resumed_from == here
+        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite)
+        self._owns_out = True
+        for name, tokenizer in self.tokenizers.items():
+            tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
+        self._folder.write_json("config.json", {
+            "model_class": type(self.model).__name__, "model": self.model.config.to_dict(),
+            "train": asdict(self.config), **self.metadata})
+
+    def resume(self, checkpoint):
+        """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
+        path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
+        ckpt = load_checkpoint(path) if path is not None else checkpoint
+        meta = ckpt.metadata
+        if "data_state" not in meta or ckpt.optimizer_state is None:
+            raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
+                                     "optimizer and data state)", "a bare model checkpoint"))
+        self.model.load_state_dict(ckpt.model.state_dict())
+        self.optimizer.load_state_dict(ckpt.optimizer_state)
+        self.step = int(meta["step"])
+        self.stream.load_state_dict(meta["data_state"])
+        load_generator_states(self.model, meta["dropout_states"])
+        self.scheduler.step()                        # the lr of the next update
+        self.best = meta.get("best", {}).get("value")
+        path = path if path is not None else getattr(ckpt, "path", None)
+        if path is not None:
+            self._resumed_from = os.path.dirname(os.path.realpath(path))
+            self.last_checkpoint = (str(path), self.step)
+            history = os.path.join(self._resumed_from, "history.json")
+            if os.path.isfile(history):                 # the curves up to the checkpoint
+                self.history = History.load(history).truncate(self.step)
+        return self
