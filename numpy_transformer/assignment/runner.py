@@ -8,16 +8,18 @@ NumPy-only code, no reference solution) into a temporary folder, so that the
 worker loads them from there and never sees this package. `run` writes the
 part's tasks and input arrays, starts
 
-    python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+    python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json NUMPY_HOME
 
-in DIR (the student's copy; -B: no __pycache__ written into it) in a session of its own, with RLIMIT_AS (memory),
-RLIMIT_FSIZE and RLIMIT_CORE set, stdin closed, stdout thrown away and stderr
-kept in a file (its last line explains a crash), and kills the whole session
-at the time limit. It then loads the two result files (allow_pickle=False,
-sizes checked before anything is decompressed; parts.py checks every array's
-shape and dtype and every status entry before using it). `problem` is None, or why the worker gave no results: timed
-out, out of memory, or the exit status and last line of a crash (an
-`os._exit(0)` at import counts: it writes no results).
+in DIR (the student's copy) in a session of its own: -B writes no __pycache__
+into the copy, NUMPY_HOME is where this process found NumPy (-I would leave out
+a user site-packages), RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set,
+stdin is closed, stdout thrown away and stderr kept in a file (its last line
+explains a crash); the whole session is killed at the time limit and when the
+worker ends. Then the two result files are loaded (allow_pickle=False, sizes
+checked before anything is decompressed; parts.py checks every array's shape
+and dtype and every status entry before using it). `problem` is None, or why
+the worker gave no results: timed out, out of memory, or the exit status and
+last line of a crash (an `os._exit(0)` at import counts: it writes no results).
 """
 
 import json
@@ -35,6 +37,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "scenarios.py", "scenarios_layers.py", "scenarios_models.py",
                  "standins.py")
+NUMPY_HOME = str(Path(np.__file__).resolve().parents[1])    # the folder NumPy is installed in
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
 
@@ -85,7 +88,8 @@ class Harness:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         argv = [self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
-                *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json"))]
+                *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json")),
+                NUMPY_HOME]
         with open(files["stderr.txt"], "wb") as stderr:
             worker = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=stderr,

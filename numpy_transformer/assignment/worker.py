@@ -3,7 +3,8 @@
 The teacher's process (runner.py) copies the harness files (this file,
 scenarios*.py, standins.py) into a fresh folder and starts, once per part,
 
-    python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
+    python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json \
+        NUMPY_HOME
 
 with the student's DIR as working directory, a time limit and a memory limit.
 Before importing anything of the student's, the worker makes sure that no
@@ -107,10 +108,12 @@ def write_results(outputs_path, outputs, status_path, status):
 
 
 def main(argv):
-    student_root, tasks_path, inputs_path, outputs_path, status_path = argv
+    student_root, tasks_path, inputs_path, outputs_path, status_path, numpy_home = argv
     harness = os.path.dirname(os.path.abspath(__file__))
     student_root = os.path.realpath(student_root)
     isolate(student_root)
+    if numpy_home not in sys.path:            # NumPy where the teacher's process found it
+        sys.path.append(numpy_home)           # (-I leaves out a user site-packages)
     import numpy as np
     scenarios = load_harness(harness)
     with open(tasks_path, encoding="utf-8") as file:
