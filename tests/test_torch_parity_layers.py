@@ -5,6 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from numpy_transformer.backend import to_numpy  # noqa: E402
 from numpy_transformer.layers.linear import Linear  # noqa: E402
 from numpy_transformer.layers.normalization import LayerNorm  # noqa: E402
 from numpy_transformer.layers.softmax import (log_softmax, log_softmax_backward, softmax,  # noqa: E402
@@ -15,7 +16,7 @@ TOL = dict(rtol=1e-10, atol=1e-12)
 
 
 def torch_leaf(a):
-    return torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=True)
+    return torch.tensor(to_numpy(a), dtype=torch.float64, requires_grad=True)
 
 
 def test_linear_matches_torch(float64, rng):
@@ -26,7 +27,7 @@ def test_linear_matches_torch(float64, rng):
     dx = layer.backward(dout)
     tx, tW, tb = torch_leaf(x), torch_leaf(layer.params["weight"]), torch_leaf(layer.params["bias"])
     ty = torch.nn.functional.linear(tx, tW.T, tb)         # torch stores W as (out, in)
-    ty.backward(torch.from_numpy(dout))
+    ty.backward(torch.from_numpy(to_numpy(dout)))
     np.testing.assert_allclose(y, ty.detach().numpy(), **TOL)
     np.testing.assert_allclose(dx, tx.grad.numpy(), **TOL)
     np.testing.assert_allclose(layer.grads["weight"], tW.grad.numpy(), **TOL)
@@ -43,7 +44,7 @@ def test_layer_norm_matches_torch(float64, rng, eps):
     dx = ln.backward(dout)
     tx, tg, tb = torch_leaf(x), torch_leaf(ln.params["gamma"]), torch_leaf(ln.params["beta"])
     ty = torch.nn.functional.layer_norm(tx, (4,), tg, tb, eps)
-    ty.backward(torch.from_numpy(dout))
+    ty.backward(torch.from_numpy(to_numpy(dout)))
     np.testing.assert_allclose(y, ty.detach().numpy(), **TOL)
     np.testing.assert_allclose(dx, tx.grad.numpy(), **TOL)
     np.testing.assert_allclose(ln.grads["gamma"], tg.grad.numpy(), **TOL)
@@ -60,6 +61,6 @@ def test_softmax_family_matches_torch(rng, axis, fn, fn_backward, torch_fn):
     dx = fn_backward(dout, y, axis=axis)
     tx = torch_leaf(x)
     ty = torch_fn(tx, dim=axis)
-    ty.backward(torch.from_numpy(dout))
+    ty.backward(torch.from_numpy(to_numpy(dout)))
     np.testing.assert_allclose(y, ty.detach().numpy(), **TOL)
     np.testing.assert_allclose(dx, tx.grad.numpy(), **TOL)
