@@ -43,7 +43,8 @@ check("positional_encoding", "sinusoidal_table", 6, [
     "an odd D has one more sine column", keys=("table",))
 check("positional_encoding", "positional_encoding_backward", 4, [
     task("positional_encoding", 11, d_model=6, max_len=9, lead=[2, 4])],
-    "PE is a constant: dx is the dropout's backward of dy", keys=("dx",))
+    "PE is a constant: dx is the dropout's backward of dy (a stand-in dropout here)",
+    keys=("dx",))
 
 check("layernorm", "layernorm_gradients", 6, [
     task("layernorm", 12, d_model=5, lead=[2, 3], shift=1.0),
@@ -89,7 +90,8 @@ check("dropout", "dropout_scale_and_eval", 4, [
 
 check("feedforward", "feedforward_backward", 6, [
     task("feedforward", 25, d_model=5, d_ff=7, lead=[2, 3])],
-    "linear_2, dropout, activation, linear_1: their backward in reverse order")
+    "linear_2, dropout, activation, linear_1: their backward in reverse order (the children "
+    "are stand-ins here: call their backward)")
 check("feedforward", "feedforward_gelu", 4, [
     task("feedforward", 26, d_model=4, d_ff=6, lead=[3], activation="gelu")],
     "the same order with a GELU activation")

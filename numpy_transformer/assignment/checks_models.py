@@ -18,7 +18,7 @@ check("attention", "attention_gradients", 5, [
     task("attention", 30, shape_q=[2, 3, 4, 6], keys=5),
     task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING)],
     "dv = A^T dO, dA = dO v^T, then softmax_backward, then dq = dS k / sqrt(Dh), "
-    "dk = dS^T q / sqrt(Dh)")
+    "dk = dS^T q / sqrt(Dh); call softmax_backward (graded apart: a stand-in here)")
 check("attention", "attention_fully_masked_row", 3, [
     task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY)],
     "a query with no key allowed has all-zero weights: finite, zero gradients")
@@ -29,7 +29,8 @@ check("attention", "attention_dropout", 2, [
 check("multihead_attention", "mha_cross_attention", 4, [
     task("multihead_attention", 34, d_model=6, heads=2, batch=2, queries=3, keys=4)],
     "w_o backward, split heads, attention backward, merge heads, then w_q, w_k, w_v "
-    "each on its own gradient")
+    "each on its own gradient; call the kernel's and the projections' backward (stand-ins "
+    "here)")
 check("multihead_attention", "mha_self_attention", 3, [
     task("multihead_attention", 35, d_model=6, heads=3, batch=2, queries=4, keys=4,
          self_attention=True)],
@@ -42,7 +43,7 @@ check("multihead_attention", "mha_heads_and_accumulation", 3, [
 check("mla", "mla_project_backward", 6, [
     task("mla_project", 37, d_model=8, heads=2, latent=3, batch=2, queries=3, keys=4)],
     "dc = dK through w_k_decompress PLUS dV through w_v_decompress; dk = dc through "
-    "w_kv_compress; dq through w_q; dv = 0")
+    "w_kv_compress; dq through w_q; dv = 0 (the projections are stand-ins here)")
 check("mla", "mla_other_sizes", 4, [
     task("mla_project", 38, d_model=6, heads=3, latent=2, batch=1, queries=2, keys=5)],
     "the same with other sizes")
@@ -58,7 +59,8 @@ def stack_task(decoder, seed, **args):
 check("encoder_stack", "encoder_block", 4, [
     stack_task(False, 40, layers=1, norm_first=False, block_only=True),
     stack_task(False, 41, layers=1, norm_first=True, block_only=True)],
-    "the sublayers in reverse order; self-attention read h three times: dq + dk + dv")
+    "the sublayers in reverse order; self-attention read h three times: dq + dk + dv "
+    "(attention, feed-forward, norms and dropouts are stand-ins here)")
 check("encoder_stack", "encoder_pre_norm", 3, [
     stack_task(False, 42, layers=2, norm_first=True)],
     "the final LayerNorm's backward first, then the blocks in reverse")
@@ -69,7 +71,8 @@ check("encoder_stack", "encoder_post_norm", 3, [
 check("decoder_stack", "decoder_block", 4, [
     stack_task(True, 44, layers=1, norm_first=False, block_only=True),
     stack_task(True, 45, layers=1, norm_first=True, block_only=True)],
-    "feed-forward, cross-attention (dmemory = dk + dv), self-attention (dq + dk + dv)")
+    "feed-forward, cross-attention (dmemory = dk + dv), self-attention (dq + dk + dv); "
+    "the children are stand-ins here")
 check("decoder_stack", "decoder_pre_norm", 3, [
     stack_task(True, 46, layers=2, norm_first=True)],
     "final LayerNorm first; every block read memory: dmemory is the SUM over blocks")
