@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import get_default_dtype, xp
+from numpy_transformer.backend import get_default_dtype, to_numpy, xp
 from numpy_transformer.layers.linear import Linear
 from numpy_transformer.module import Module
 from numpy_transformer.optim import (SGD, Adam, AdamW, ConstantSchedule, NoamSchedule,
@@ -27,11 +27,12 @@ class Tiny(Module):
 
 def fill_grads(model, rng, scale=1.0):
     for _, _, grad in model.named_parameters():
-        grad[...] = rng.normal(size=grad.shape) * scale
+        grad[...] = xp.asarray(rng.normal(size=grad.shape) * scale)
 
 
 def snapshot(model):
-    return {name: np.array(p) for name, p, _ in model.named_parameters()}
+    """Copies of the parameters, on the device the parameters live on."""
+    return {name: p.copy() for name, p, _ in model.named_parameters()}
 
 
 def test_first_adam_step_moves_by_lr_sign(float64, rng):
@@ -107,11 +108,12 @@ def test_step_allocates_no_parameter_sized_arrays(float64, make):
 
 
 def run_torch(torch, make_torch_opt, init, grads_per_step):
-    tensors = {name: torch.tensor(value, dtype=torch.float64) for name, value in init.items()}
+    tensors = {name: torch.tensor(to_numpy(value), dtype=torch.float64)
+               for name, value in init.items()}
     opt = make_torch_opt(list(tensors.values()))
     for grads in grads_per_step:
         for name, t in tensors.items():
-            t.grad = torch.tensor(grads[name], dtype=torch.float64)
+            t.grad = torch.tensor(to_numpy(grads[name]), dtype=torch.float64)
         opt.step()
     return {name: t.numpy() for name, t in tensors.items()}
 
@@ -140,7 +142,7 @@ def test_matches_pytorch(float64, ours, kwargs, steps):
     history = []
     for _ in range(steps):
         fill_grads(model, rng)
-        history.append({name: np.array(g) for name, _, g in model.named_parameters()})
+        history.append({name: g.copy() for name, _, g in model.named_parameters()})
         optimizer.step()
     torch_optimizer = getattr(torch.optim, ours.__name__)
     expected = run_torch(torch, lambda ps: torch_optimizer(ps, **kwargs), init, history)
@@ -214,7 +216,7 @@ def test_clip_grad_norm_matches_pytorch(float64, max_norm):
     fill_grads(model, rng, scale=2.0)
     tensors = [torch.zeros(g.shape, dtype=torch.float64) for _, _, g in model.named_parameters()]
     for t, (_, _, g) in zip(tensors, model.named_parameters()):
-        t.grad = torch.tensor(g)
+        t.grad = torch.tensor(to_numpy(g))
     expected = torch.nn.utils.clip_grad_norm_(tensors, max_norm).item()
     assert abs(clip_grad_norm(model, max_norm=max_norm) - expected) <= 1e-12
     for t, (_, _, g) in zip(tensors, model.named_parameters()):
@@ -224,7 +226,7 @@ def test_clip_grad_norm_matches_pytorch(float64, max_norm):
 def test_clip_grad_norm_by_hand(float64, rng):
     model = Tiny(rng)
     fill_grads(model, rng)
-    grads = [np.array(g) for _, _, g in model.named_parameters()]
+    grads = [g.copy() for _, _, g in model.named_parameters()]
     total = math.sqrt(sum(float((g**2).sum()) for g in grads))
     assert clip_grad_norm(model, max_norm=1.0) == pytest.approx(total, rel=1e-14)
     clipped = math.sqrt(sum(float((g**2).sum()) for _, _, g in model.named_parameters()))
