@@ -13,6 +13,11 @@ from numpy_transformer.losses import CrossEntropyLoss
 from numpy_transformer.module import Module
 
 
+def dev(a):
+    """A test's NumPy input on the active device (anything else passed through)."""
+    return xp.asarray(a) if isinstance(a, np.ndarray) else a
+
+
 class LossAsModule(Module):
     """The loss as a Module of the logits alone, for the finite-difference checker."""
 
@@ -32,22 +37,22 @@ def test_hand_computed_values():
     targets = np.array([2, 0])
     # Row 0: -log(e^3 / (e^1 + e^2 + e^3)) = log(1 + e^-1 + e^-2); row 1: uniform, log 3.
     row0, row1 = math.log(1 + math.exp(-1) + math.exp(-2)), math.log(3)
-    loss = CrossEntropyLoss().forward(logits, targets)
-    assert loss == pytest.approx((row0 + row1) / 2, abs=1e-15)
+    loss = CrossEntropyLoss().forward(dev(logits), dev(targets))
+    assert float(loss) == pytest.approx((row0 + row1) / 2, abs=1e-15)
 
     # Smoothing eps = 0.1: loss = (1 - eps) * nll + (eps / V) * sum_j -log p_j.
     lse0 = math.log(math.exp(1) + math.exp(2) + math.exp(3))
     smooth0 = sum(lse0 - v for v in (1.0, 2.0, 3.0))          # sum_j -log p_j, row 0
     smooth1 = 3 * math.log(3)
     expected = (0.9 * (row0 + row1) + 0.1 / 3 * (smooth0 + smooth1)) / 2
-    loss = CrossEntropyLoss(label_smoothing=0.1).forward(logits, targets)
-    assert loss == pytest.approx(expected, abs=1e-15)
+    loss = CrossEntropyLoss(label_smoothing=0.1).forward(dev(logits), dev(targets))
+    assert float(loss) == pytest.approx(expected, abs=1e-15)
 
 
 def test_hand_computed_gradient():
     logits = np.array([[0.0, 0.0], [0.0, math.log(3.0)]])        # p = (1/2, 1/2), (1/4, 3/4)
     loss = CrossEntropyLoss()
-    loss.forward(logits, np.array([0, 1]))
+    loss.forward(dev(logits), dev(np.array([0, 1])))
     # (p - onehot) / N with N = 2.
     expected = np.array([[-0.5, 0.5], [0.25, -0.25]]) / 2
     np.testing.assert_allclose(loss.backward(), expected, atol=1e-15)
@@ -60,28 +65,30 @@ def test_gradient_matches_finite_differences(float64, ignore_index, eps):
     targets = rng.integers(0, 5, size=(2, 3))
     if ignore_index is not None:
         targets[0, 1] = targets[1, 2] = ignore_index
-    module = LossAsModule(CrossEntropyLoss(ignore_index=ignore_index, label_smoothing=eps), targets)
-    assert_gradients_close(module, logits, rtol=1e-7)
+    module = LossAsModule(CrossEntropyLoss(ignore_index=ignore_index, label_smoothing=eps),
+                          dev(targets))
+    assert_gradients_close(module, dev(logits), rtol=1e-7)
 
 
 def test_ignore_index_drops_tokens():
     rng = np.random.default_rng(2)
-    logits = rng.normal(size=(4, 6))
-    targets = np.array([3, 0, 5, 0])
+    logits = dev(rng.normal(size=(4, 6)))
+    targets = dev(np.array([3, 0, 5, 0]))
     loss = CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
     value = loss.forward(logits, targets)
     grad = loss.backward()
     assert loss.num_tokens == 2
     subset = CrossEntropyLoss(label_smoothing=0.1)
-    assert value == pytest.approx(subset.forward(logits[[0, 2]], targets[[0, 2]]), abs=1e-14)
+    assert float(value) == pytest.approx(float(subset.forward(logits[[0, 2]], targets[[0, 2]])),
+                                         abs=1e-14)
     np.testing.assert_allclose(grad[[0, 2]], subset.backward(), atol=1e-15)
     assert np.all(grad[[1, 3]] == 0)
 
 
 def test_all_ignored_gives_zero_loss_and_gradient():
-    logits = np.random.default_rng(3).normal(size=(2, 3, 4))
+    logits = dev(np.random.default_rng(3).normal(size=(2, 3, 4)))
     loss = CrossEntropyLoss(ignore_index=-100)
-    assert loss.forward(logits, np.full((2, 3), -100)) == 0.0
+    assert loss.forward(logits, xp.full((2, 3), -100)) == 0.0
     assert loss.num_tokens == 0
     grad = loss.backward()
     assert grad.shape == logits.shape and np.all(grad == 0)
@@ -89,9 +96,9 @@ def test_all_ignored_gives_zero_loss_and_gradient():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_huge_logits_stay_finite(dtype):
-    logits = np.array([[1e4, -1e4, 0.0], [-1e4, -1e4, 1e4]], dtype=dtype)
+    logits = xp.asarray([[1e4, -1e4, 0.0], [-1e4, -1e4, 1e4]], dtype=dtype)
     loss = CrossEntropyLoss(label_smoothing=0.1)
-    value = loss.forward(logits, np.array([1, 2]))
+    value = float(loss.forward(logits, xp.asarray([1, 2])))
     grad = loss.backward()
     assert math.isfinite(value) and np.all(np.isfinite(grad))
     # Row 0 puts all mass on class 0 but the target is 1: -log p_1 = 2e4.
@@ -100,12 +107,12 @@ def test_huge_logits_stay_finite(dtype):
 
 def test_float32_stays_float32_and_backward_scales():
     rng = np.random.default_rng(4)
-    logits = rng.normal(size=(3, 7)).astype(np.float32)
+    logits = dev(rng.normal(size=(3, 7)).astype(np.float32))
     loss = CrossEntropyLoss(label_smoothing=0.1)
-    loss.forward(logits, np.array([1, 2, 6]))
+    loss.forward(logits, xp.asarray([1, 2, 6]))
     grad = loss.backward(np.float64(2.0))
     assert grad.dtype == np.float32 and grad.shape == logits.shape
-    loss.forward(logits, np.array([1, 2, 6]))
+    loss.forward(logits, xp.asarray([1, 2, 6]))
     np.testing.assert_allclose(grad, 2 * loss.backward(), rtol=1e-6)
     assert logits.dtype == np.float32 and np.all(np.isfinite(logits))   # input untouched
 
@@ -115,7 +122,7 @@ def test_backward_needs_a_forward():
     message = r"^CrossEntropyLoss.backward: backward called before forward"
     with pytest.raises(InputError, match=message):
         loss.backward()
-    loss.forward(np.zeros((2, 3)), np.array([0, 1]))
+    loss.forward(xp.zeros((2, 3)), xp.asarray([0, 1]))
     loss.backward()
     with pytest.raises(InputError, match=message):
         loss.backward()
@@ -142,15 +149,15 @@ def test_bad_constructor_arguments(make, error, fragment):
 ])
 def test_bad_inputs(logits, targets, error, fragment):
     with pytest.raises(error, match=fragment):
-        CrossEntropyLoss().forward(logits, targets)
+        CrossEntropyLoss().forward(dev(logits), dev(targets))
 
 
 def test_ignored_ids_may_be_out_of_range():
     loss = CrossEntropyLoss(ignore_index=-100)
-    loss.forward(np.zeros((2, 3)), np.array([-100, 2]))
+    loss.forward(xp.zeros((2, 3)), xp.asarray([-100, 2]))
     assert loss.num_tokens == 1
     with pytest.raises(ValueError, match="ignore_index=-100"):
-        loss.forward(np.zeros((2, 3)), np.array([-7, 2]))
+        loss.forward(xp.zeros((2, 3)), xp.asarray([-7, 2]))
 
 
 @pytest.mark.torch
@@ -163,7 +170,7 @@ def test_matches_pytorch(ignore_index, eps):
     if ignore_index is not None:
         targets[0, :2] = targets[2, 3] = ignore_index
     loss = CrossEntropyLoss(ignore_index=ignore_index, label_smoothing=eps)
-    value = loss.forward(logits, targets)
+    value = float(loss.forward(dev(logits), dev(targets)))
     grad = loss.backward()
 
     x = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
