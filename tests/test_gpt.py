@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer import load_checkpoint, save_checkpoint
+from numpy_transformer.backend import to_numpy
 from numpy_transformer.errors import InputError, InputTypeError
 from numpy_transformer.gradcheck import assert_gradients_close, perturb
 from numpy_transformer.losses import CrossEntropyLoss
@@ -107,8 +108,8 @@ def test_backward_before_forward_names_the_model():
 
 def test_bad_inputs_raise(rng):
     model = GPT(tiny_config())
-    with pytest.raises(ValueError, match="ids: expected token ids in"):
-        model.forward(rng.integers(1, 11, (2, 5)) + 11)
+    with pytest.raises(ValueError, match="ids: expected token ids in"):   # values: host ids only
+        model.forward(to_numpy(rng.integers(1, 11, (2, 5))) + 11)        # (check_ids)
     with pytest.raises(TypeError, match="ids"):
         model.forward(rng.normal(size=(2, 5)))
     with pytest.raises(ValueError, match=r"ids: expected sequence length T <= max_len=16"):
