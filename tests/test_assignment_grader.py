@@ -164,3 +164,18 @@ def test_mistakes_in_half_the_parts_leave_the_other_half_full(solution_copy, tmp
     scores = {r.part: r.points for r in grade(copy).parts}
     assert all(scores[p] < 10 for p in broken), scores
     assert all(scores[p] == 10 for p in PARTS if p not in broken), scores
+
+
+def test_grading_computes_with_numpy_whatever_the_backend():
+    """Under NUMPY_TRANSFORMER_BACKEND=cupy or simulator the tasks still run on NumPy (their
+    arrays are NumPy's), in the teacher's process and in the workers (runner.py sets it)."""
+    from numpy_transformer.assignment.parts import run_part
+    from numpy_transformer.backend import get_backend, set_backend
+    before = get_backend()
+    set_backend("simulator")
+    try:
+        for part in ("linear", "attention", "adam"):
+            assert run_part(part).points == 10
+        assert get_backend() == "simulator"
+    finally:
+        set_backend(before)

@@ -86,7 +86,8 @@ class Harness:
         Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
         np.savez(files["inputs.npz"], **reference.inputs)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
         argv = [self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
                 *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json")),
                 NUMPY_HOME]

@@ -19,6 +19,7 @@ Harness code: imports nothing but NumPy and the other harness files, because
 the worker loads it by path (worker.py).
 """
 
+import contextlib
 import importlib
 
 import numpy as np
@@ -45,6 +46,20 @@ class Package:
     def float64(self):
         """Context manager: parameters built inside are float64."""
         return self.module("backend").default_dtype("float64")
+
+    @contextlib.contextmanager
+    def numpy(self):
+        """Context manager: the package computes with NumPy inside, whatever backend was
+        chosen (NUMPY_TRANSFORMER_BACKEND=cupy or simulator): tasks pass NumPy arrays."""
+        backend = self.module("backend")
+        before = backend.get_backend()
+        if before != "numpy":
+            backend.set_backend("numpy")
+        try:
+            yield
+        finally:
+            if before != "numpy":
+                backend.set_backend(before)
 
 
 class Draw:
@@ -109,7 +124,7 @@ def run_task(pkg, task, source):
     kind = task["kind"]
     if kind not in SCENARIOS:
         raise TaskError(f"unknown task kind {kind!r}")
-    with pkg.float64():
+    with pkg.numpy(), pkg.float64():
         outputs = SCENARIOS[kind](pkg, source, **task.get("args", {}))
     return {name: as_array(name, value) for name, value in outputs.items()}
 
