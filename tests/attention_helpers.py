@@ -1,10 +1,14 @@
 """What the attention and latent-attention tests share: sizes, masks, inputs, the
-gradient cases, a loop-by-loop reference attention and its PyTorch twin."""
+gradient cases, a loop-by-loop reference attention and its PyTorch twin.
+
+Inputs and masks are made on the active device (xp), as the data pipeline makes them; the
+references and PyTorch read NumPy copies (to_numpy)."""
 
 import math
 
 import numpy as np
 
+from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.gradcheck import assert_gradients_close, perturb
 from numpy_transformer.masks import make_causal_mask, make_padding_mask
 
@@ -15,6 +19,11 @@ D = H * DH
 # 0 (w_k.bias: adding the same number to every score of a row leaves softmax unchanged).
 # At 1e-3 the O(eps^4) truncation is ~1e-12 and the noise ~3e-12.
 CHECK = dict(eps=1e-3, rtol=1e-7)
+
+
+def host(x):
+    """A NumPy copy of a device array or mask (None stays None), for the references."""
+    return None if x is None else to_numpy(x)
 
 
 def with_random_vectors(layer, rng):
@@ -30,13 +39,13 @@ def inputs(rng, b=B, tq=TQ, tk=TK):
 def padding_mask(b=B, tk=TK):
     """(b, 1, 1, tk): row 0 keeps every key, row 1 all but the last two, row 2 one."""
     lengths = [tk, tk - 2, 1][:b]
-    ids = np.array([[1] * n + [0] * (tk - n) for n in lengths])
+    ids = xp.asarray([[1] * n + [0] * (tk - n) for n in lengths])
     return make_padding_mask(ids, pad_id=0)                      # (b, 1, 1, tk)
 
 
 def fully_masked_row_mask():
     """(B, 1, TQ, TK): query 2 of row 1 sees no key; row 0 sees the first 4 keys."""
-    mask = np.ones((B, 1, TQ, TK), dtype=bool)
+    mask = xp.ones((B, 1, TQ, TK), dtype=bool)
     mask[1, 0, 2, :] = False
     mask[0, 0, :, 4:] = False
     return mask
@@ -71,7 +80,7 @@ def split_case(case):
 
 def linear(params, name, x):
     """x W + b with the parameters of the Linear `name` from a {dotted name: array} dict."""
-    return x @ params[f"{name}.weight"] + params.get(f"{name}.bias", 0.0)
+    return host(x) @ params[f"{name}.weight"] + params.get(f"{name}.bias", 0.0)
 
 
 def reference_heads(Q, K, V, mask, n_heads):
@@ -79,7 +88,7 @@ def reference_heads(Q, K, V, mask, n_heads):
     Returns (the heads side by side (b, tq, d), the weights (b, H, tq, tk))."""
     (b, tq, d), tk = Q.shape, K.shape[1]
     dh = d // n_heads
-    allowed = np.broadcast_to(True if mask is None else mask, (b, n_heads, tq, tk))
+    allowed = np.broadcast_to(True if mask is None else host(mask), (b, n_heads, tq, tk))
     context, weights = np.zeros((b, tq, d)), np.zeros((b, n_heads, tq, tk))
     for i in range(b):
         for h in range(n_heads):
@@ -118,7 +127,7 @@ def torch_heads(Q, K, V, mask):
     """softmax(Q K^T / sqrt(Dh), mask) V per head, in PyTorch: (b, t, D) tensors in and out."""
     import torch
     heads = lambda x: x.reshape(x.shape[0], x.shape[1], H, DH).transpose(1, 2)
-    attn_mask = None if mask is None else torch.from_numpy(np.asarray(mask))
+    attn_mask = None if mask is None else torch.from_numpy(host(mask))
     out = torch.nn.functional.scaled_dot_product_attention(heads(Q), heads(K), heads(V),
                                                            attn_mask=attn_mask)
     return out.transpose(1, 2).reshape(Q.shape)
@@ -126,7 +135,8 @@ def torch_heads(Q, K, V, mask):
 
 def torch_params(layer):
     import torch
-    return {name: torch.tensor(p, requires_grad=True) for name, p, _ in layer.named_parameters()}
+    return {name: torch.tensor(host(p), requires_grad=True)
+            for name, p, _ in layer.named_parameters()}
 
 
 def torch_linear(t, name, x):
@@ -134,8 +144,8 @@ def torch_linear(t, name, x):
 
 
 def parameters(layer):
-    """{dotted name: array} of a layer's parameters, for the straightforward references."""
-    return {name: param for name, param, _ in layer.named_parameters()}
+    """{dotted name: NumPy array} of a layer's parameters, for the straightforward references."""
+    return {name: host(param) for name, param, _ in layer.named_parameters()}
 
 
 def reference_output(params, Q, K, V, mask, n_heads):

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 from attention_helpers import (B, CHECK, D, DH, GRAD_CASES, H, TK, TQ, assert_case_gradients,
-                               check_gradients_double, check_weights, fully_masked_row_mask,
+                               check_gradients_double, check_weights, fully_masked_row_mask, host,
                                inputs, linear, masks, padding_mask, parameters, reference_output,
                                split_case, torch_heads, torch_linear, torch_params,
                                with_random_vectors)
 
-from numpy_transformer.backend import default_dtype
+from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.attention import (
     MultiHeadAttention, merge_heads, scaled_dot_product_attention,
@@ -137,11 +137,11 @@ BAD_INPUTS = {
                   r"q: expected a floating-point array"),
     "mixed dtypes": (lambda q, k, v: (q, k.astype(np.float32), v, None), TypeError,
                      r"k: expected dtype float64"),
-    "float mask": (lambda q, k, v: (q, k, v, np.ones((B, 1, 1, TK))), TypeError,
+    "float mask": (lambda q, k, v: (q, k, v, xp.ones((B, 1, 1, TK))), TypeError,
                    r"mask: expected a boolean array"),
-    "mask shape": (lambda q, k, v: (q, k, v, np.ones((B, 1, 1, TK + 1), bool)), ValueError,
+    "mask shape": (lambda q, k, v: (q, k, v, xp.ones((B, 1, 1, TK + 1), bool)), ValueError,
                    r"mask: expected a shape broadcastable to \(2, 3, 5, 6\)"),
-    "mask rank": (lambda q, k, v: (q, k, v, np.ones((TQ, TK), bool)), ValueError,
+    "mask rank": (lambda q, k, v: (q, k, v, xp.ones((TQ, TK), bool)), ValueError,
                   r"mask: expected a shape broadcastable"),
 }
 
@@ -168,10 +168,10 @@ def torch_mha(mha, q, k, v, mask, dout):
     """The same MHA in PyTorch autograd, from our weights; returns y and the gradients."""
     import torch
     t = torch_params(mha)
-    xs = {id(x): torch.tensor(x, requires_grad=True) for x in (q, k, v)}   # q is k is v: one
+    xs = {id(x): torch.tensor(host(x), requires_grad=True) for x in (q, k, v)}  # q is k is v
     Q, K, V = (torch_linear(t, n, xs[id(x)]) for x, n in ((q, "w_q"), (k, "w_k"), (v, "w_v")))
     y = torch_linear(t, "w_o", torch_heads(Q, K, V, mask))
-    (y * torch.from_numpy(dout)).sum().backward()
+    (y * torch.from_numpy(host(dout))).sum().backward()
     grads = {name: tp.grad.numpy() for name, tp in t.items()}
     return y.detach().numpy(), [xs[id(x)].grad.numpy() for x in (q, k, v)], grads
 

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import attention_helpers
 from attention_helpers import (B, CHECK, D, GRAD_CASES, H, TK, TQ, assert_case_gradients,
-                               check_gradients_double, check_weights, fully_masked_row_mask,
+                               check_gradients_double, check_weights, fully_masked_row_mask, host,
                                linear, masks, padding_mask, parameters, reference_output,
                                split_case, torch_heads, torch_linear, torch_params,
                                with_random_vectors)
 
-from numpy_transformer.backend import default_dtype
+from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.latent_attention import MultiHeadLatentAttention
 from numpy_transformer.masks import make_causal_mask
@@ -113,9 +113,9 @@ def test_bad_inputs_raise_clear_errors(float64, rng):
     with pytest.raises(ValueError, match=r"k: expected batch size 2"):
         mla.forward(q, k[:1], k[:1])
     with pytest.raises(TypeError, match=r"mask: expected a boolean array"):
-        mla.forward(q, k, k, np.ones((B, 1, 1, TK)))
+        mla.forward(q, k, k, xp.ones((B, 1, 1, TK)))
     with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable"):
-        mla.forward(q, k, k, np.ones((B, 1, TK, TK), bool))
+        mla.forward(q, k, k, xp.ones((B, 1, TK, TK), bool))
 
 
 def test_bad_construction_raises():
@@ -131,13 +131,13 @@ def torch_mla(mla, q, k, mask, dout):
     """The same MLA hand-written in PyTorch autograd, from our weights."""
     import torch
     t = torch_params(mla)
-    xs = {id(x): torch.tensor(x, requires_grad=True) for x in (q, k)}   # q is k: one tensor
+    xs = {id(x): torch.tensor(host(x), requires_grad=True) for x in (q, k)}   # q is k: one
     tq, tk = xs[id(q)], xs[id(k)]
     c = torch_linear(t, "w_kv_compress", tk)
     Q, K, V = (torch_linear(t, "w_q", tq), torch_linear(t, "w_k_decompress", c),
                torch_linear(t, "w_v_decompress", c))
     y = torch_linear(t, "w_o", torch_heads(Q, K, V, mask))
-    (y * torch.from_numpy(dout)).sum().backward()
+    (y * torch.from_numpy(host(dout))).sum().backward()
     return y.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), {
         name: tp.grad.numpy() for name, tp in t.items()}
 
