@@ -6,7 +6,7 @@ MHA caches K and V (2 D numbers per position and layer), MLA only its latent c (
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import default_dtype
+from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
 from numpy_transformer.kv_cache import KVCache, attention_step, extend_cache, kv_cache_bytes
 from numpy_transformer.layers.attention import MultiHeadAttention
@@ -38,7 +38,7 @@ def gpt(attention="mha", norm_first=True):
 def source(B=3, S=7, V=13, seed=0):
     src = np.random.default_rng(seed).integers(3, V, (B, S))
     src[1, 4:] = PAD                                       # a padded row
-    return src
+    return xp.asarray(src)                                 # on the device, as batches are
 
 
 # Cached attention computes the same numbers as attention over the whole sequence.
@@ -52,7 +52,7 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
         layer = perturb(MultiHeadAttention(8, 2, rng=rng), rng)
     else:
         layer = perturb(MultiHeadLatentAttention(8, 2, 3, bias=True, rng=rng), rng)
-    x, mem = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
+    x, mem = xp.asarray(rng.normal(size=(2, 5, 8))), xp.asarray(rng.normal(size=(2, 4, 8)))
     full = layer.forward(x, x, x, make_causal_mask(5))
     entries, rows = None, []
     for t in range(5):
@@ -62,7 +62,7 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
     np.testing.assert_allclose(np.concatenate(rows, axis=1), full, rtol=0, atol=1e-12)
     shapes = {name: a.shape for name, a in entries.items()}
     assert shapes == ({"c": (2, 5, 3)} if "c" in entries else {"k": (2, 5, 8), "v": (2, 5, 8)})
-    pad = np.array([True, True, False, True])[None, None, None, :]
+    pad = xp.asarray([True, True, False, True])[None, None, None, :]
     np.testing.assert_allclose(attention_step(layer, x, extend_cache(layer, None, mem), pad),
                                layer.forward(x, mem, mem, pad), rtol=0, atol=1e-12)
 
@@ -72,7 +72,7 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
 def test_cached_transformer_logits_equal_uncached(attention, norm_first, dtype, tol):
     with default_dtype(dtype):
         model = transformer(attention, norm_first).eval()
-    src, tgt = source(), np.random.default_rng(5).integers(1, 11, (3, 8))
+    src, tgt = source(), xp.asarray(np.random.default_rng(5).integers(1, 11, (3, 8)))
     src_mask = make_padding_mask(src, PAD)
     memory = model.encode(src, src_mask)
     full = model.project(model.decode(memory, src_mask, tgt, make_causal_mask(8)))   # (B, T, V)
@@ -89,7 +89,7 @@ def test_cached_transformer_logits_equal_uncached(attention, norm_first, dtype, 
 def test_cached_gpt_logits_equal_uncached(attention, norm_first, dtype, tol):
     with default_dtype(dtype):
         model = gpt(attention, norm_first).eval()
-    ids = np.random.default_rng(6).integers(1, 17, (2, 9))
+    ids = xp.asarray(np.random.default_rng(6).integers(1, 17, (2, 9)))
     full = model.forward(ids)
     cache = KVCache()
     steps = np.concatenate([model.forward_step(ids[:, :4], cache)]
@@ -112,7 +112,7 @@ def test_kv_cache_bytes_match_live_caches(attention):
     expected = kv_cache_bytes(model.config, 3 * 2, cache.length, src_len=7)
     assert cache.nbytes()["total"] == expected[attention]
     lm, cache = gpt(attention), KVCache()
-    sample(lm, np.array([[5, 6, 7]]), 8, rng=np.random.default_rng(0), cache=cache)
+    sample(lm, xp.asarray([[5, 6, 7]]), 8, rng=np.random.default_rng(0), cache=cache)
     assert cache.length == 10 and cache.nbytes()["cross"] == 0
     assert cache.nbytes()["total"] == kv_cache_bytes(lm.config, 1, 10)[attention]
 
