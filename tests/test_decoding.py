@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.decoding import (KVCache, beam_search, gnmt_length_penalty, greedy_decode,
                                         sample, strip_special)
 from numpy_transformer.layers.softmax import log_softmax
@@ -37,7 +38,7 @@ def gpt(attention="mha", norm_first=True, **overrides):
 def source(B=3, S=7, V=13, seed=0):
     src = np.random.default_rng(seed).integers(3, V, (B, S))
     src[1, 4:] = PAD                                       # a padded row
-    return src
+    return xp.asarray(src)                                 # on the device, as batches are
 
 
 # Cached decoding gives the same numbers and the same tokens as uncached decoding.
@@ -53,7 +54,7 @@ def test_cached_greedy_equals_uncached(attention, norm_first):
 
 @pytest.mark.parametrize("attention,norm_first", VARIANTS, ids=VARIANT_IDS)
 def test_cached_sampling_equals_uncached(attention, norm_first):
-    model, prompt = gpt(attention, norm_first), np.array([[5, 6, 7], [8, 3, 3]])
+    model, prompt = gpt(attention, norm_first), xp.asarray([[5, 6, 7], [8, 3, 3]])
     kwargs = dict(temperature=0.8, top_k=6)
     a = sample(model, prompt, 10, rng=np.random.default_rng(7), **kwargs)
     b = sample(model, prompt, 10, rng=np.random.default_rng(7), use_cache=False, **kwargs)
@@ -83,10 +84,10 @@ def test_cached_beam_search_equals_uncached(attention):
 def score(model, src, tokens, max_len, alpha):
     """log P(tokens (+ EOS if it ended)) / lp(|Y|) under the decoder, PAD and BOS excluded."""
     y = list(tokens) + ([EOS] if len(tokens) < max_len else [])
-    tgt = np.array([[BOS] + y[:-1]])
+    tgt = xp.asarray([[BOS] + y[:-1]])
     logits = model.eval().forward(src[None], tgt)[0]                  # (T, V)
     logits[:, [PAD, BOS]] = -np.inf
-    logp = log_softmax(logits)[np.arange(len(y)), y]
+    logp = log_softmax(logits)[xp.arange(len(y)), xp.asarray(y)]
     return logp.sum() / gnmt_length_penalty(len(y), alpha)
 
 
@@ -104,7 +105,8 @@ class TableModel:
     encode puts src[:, 0] in memory; decode hands every position the whole prefix
     (and that number), and project looks the prefix up in `table`, or, without a
     table, ends a row with EOS after src[row, 0] tokens and otherwise gives PAD and
-    BOS the largest logits (which decoding must never pick).
+    BOS the largest logits (which decoding must never pick). It computes in NumPy on
+    host copies and hands back arrays on the active device, as a real model does.
     """
 
     def __init__(self, table=None, V=6, max_len=10):
@@ -119,12 +121,13 @@ class TableModel:
         return self
 
     def encode(self, src, src_mask):
-        return np.repeat(src[:, :1, None].astype(float), src.shape[1], axis=1)       # (B, S, 1)
+        src = to_numpy(src)
+        return xp.asarray(np.repeat(src[:, :1, None].astype(float), src.shape[1], axis=1))
 
     def decode(self, memory, src_mask, tgt, tgt_mask):
         B, T = tgt.shape
-        row = np.concatenate([memory[:, 0, :], tgt.astype(float)], axis=1)           # (B, 1 + T)
-        return np.repeat(row[:, None, :], T, axis=1)                                  # (B, T, 1+T)
+        row = np.concatenate([to_numpy(memory)[:, 0, :], to_numpy(tgt).astype(float)], axis=1)
+        return xp.asarray(np.repeat(row[:, None, :], T, axis=1))                      # (B, T, 1+T)
 
     def probs(self, n, prefix):
         if self.table is not None:
@@ -135,10 +138,10 @@ class TableModel:
 
     def project(self, h):
         logits = np.full((h.shape[0], self.V), -30.0)
-        for b, row in enumerate(h[:, -1].astype(int)):
+        for b, row in enumerate(to_numpy(h)[:, -1].astype(int)):
             for token, p in self.probs(row[0], tuple(row[2:])).items():
                 logits[b, token] = np.log(p)
-        return logits[:, None, :]                                                     # (B, 1, V)
+        return xp.asarray(logits[:, None, :])                                         # (B, 1, V)
 
 
 def test_beam_search_beats_greedy_on_a_constructed_case():
@@ -148,14 +151,14 @@ def test_beam_search_beats_greedy_on_a_constructed_case():
              (4,): {4: 0.36, 5: 0.34, EOS: 0.3},
              (4, 4): {EOS: 0.4, 4: 0.3, 5: 0.3},
              (5,): {EOS: 0.9, 4: 0.05, 5: 0.05}}
-    model, src = TableModel(table), np.array([[3, 3]])
+    model, src = TableModel(table), xp.asarray([[3, 3]])
     assert strip_special(greedy_decode(model, src, use_cache=False)) == [[4, 4]]
     assert beam_search(model, src, 1, use_cache=False, length_penalty=0.0) == [[4, 4]]
     assert beam_search(model, src, 2, use_cache=False, length_penalty=0.0) == [[5]]
 
 
 def test_eos_ends_rows_pads_after_and_never_predicts_pad_or_bos():
-    model, src = TableModel(), np.array([[3, 9], [1, 9], [5, 9]])    # rows end after 3, 1, 5
+    model, src = TableModel(), xp.asarray([[3, 9], [1, 9], [5, 9]])  # rows end after 3, 1, 5
     out = greedy_decode(model, src, max_len=8, use_cache=False)
     assert out.shape == (3, 6)                            # stops when the longest row is done
     np.testing.assert_array_equal(out, [[4, 5, 4, EOS, PAD, PAD], [4, EOS, PAD, PAD, PAD, PAD],
@@ -166,7 +169,7 @@ def test_eos_ends_rows_pads_after_and_never_predicts_pad_or_bos():
 
 def test_length_limits():
     model = TableModel(max_len=10)
-    src = np.array([[9, 9], [2, 9]])
+    src = xp.asarray([[9, 9], [2, 9]])
     assert greedy_decode(model, src, max_len=4, use_cache=False).shape == (2, 4)
     assert greedy_decode(model, src, use_cache=False).shape == (2, 10)   # S + 10, capped
     assert [len(r) for r in beam_search(model, src, 2, max_len=4, use_cache=False)] == [4, 2]
@@ -175,17 +178,17 @@ def test_length_limits():
     with pytest.raises(ValueError, match=r"max_len: expected at most the model's max_len=24"):
         greedy_decode(real, source(), max_len=25)
     lm = gpt()                                                           # max_len=20
-    assert sample(lm, np.full((1, 15), 5), 6, rng=np.random.default_rng(0)).shape == (1, 21)
+    assert sample(lm, xp.full((1, 15), 5), 6, rng=np.random.default_rng(0)).shape == (1, 21)
     with pytest.raises(ValueError, match="max_new_tokens: expected at most"):
-        sample(lm, np.full((1, 15), 5), 7)
+        sample(lm, xp.full((1, 15), 5), 7)
     with pytest.raises(ValueError, match="tokens: expected at most max_len=20 positions"):
-        lm.forward_step(np.full((1, 21), 5), KVCache())
+        lm.forward_step(xp.full((1, 21), 5), KVCache())
 
 
 # Sampling.
 
 def test_top_k_one_is_greedy_and_top_k_restricts():
-    model, prompt = gpt().eval(), np.array([[5, 6], [7, 8]])
+    model, prompt = gpt().eval(), xp.asarray([[5, 6], [7, 8]])
     out = sample(model, prompt, 6, top_k=1, rng=np.random.default_rng(0))
     ids = prompt
     for _ in range(6):                                        # uncached argmax by hand
@@ -202,7 +205,7 @@ def test_top_k_one_is_greedy_and_top_k_restricts():
 
 def test_sampling_stops_rows_at_eos():
     model = gpt()
-    out = sample(model, np.full((40, 1), 5), 12, rng=np.random.default_rng(3), eos_id=EOS)
+    out = sample(model, xp.full((40, 1), 5), 12, rng=np.random.default_rng(3), eos_id=EOS)
     for row in out.tolist():
         if EOS in row:
             assert set(row[row.index(EOS) + 1:]) <= {PAD}
@@ -219,7 +222,7 @@ def test_sampling_stops_rows_at_eos():
     (lambda m, g, s: sample(g, s[:, :3], 2, top_k=0), ValueError,
      "top_k: expected a positive integer, got 0"),
     (lambda m, g, s: sample(g, s[:, :3], 2, top_k=18), ValueError, "top_k: expected at most"),
-    (lambda m, g, s: sample(g, np.full((1, 21), 5), 1), ValueError,
+    (lambda m, g, s: sample(g, xp.full((1, 21), 5), 1), ValueError,
      "prompt: expected at most max_len=20 tokens, got 21 tokens"),
     (lambda m, g, s: sample(g, s[:, :3], 0), ValueError, "max_new_tokens"),
     (lambda m, g, s: sample(m, s, 2), TypeError, "model: expected a decoder-only"),
@@ -247,11 +250,11 @@ def test_decoding_checks_its_preconditions():
                                                 num_heads=2, d_ff=16, num_encoder_layers=1,
                                                 num_decoder_layers=1, max_len=16))
     with pytest.raises(InputError, match=r"src: expected 2 dimensions"):
-        greedy_decode(model, np.array([3, 4, 5]))
+        greedy_decode(model, xp.asarray([3, 4, 5]))
     gpt = GPT(GPTConfig(vocab_size=9, d_model=8, num_heads=2, d_ff=16, num_layers=1,
                         max_len=16))
     with pytest.raises(InputTypeError, match=r"rng: expected a numpy.random.Generator"):
-        sample(gpt, np.array([[3]]), 2, rng=3)
+        sample(gpt, xp.asarray([[3]]), 2, rng=3)
 
 
 def test_sampling_never_draws_padding_or_excluded_ids_even_at_tiny_temperatures():
@@ -260,8 +263,8 @@ def test_sampling_never_draws_padding_or_excluded_ids_even_at_tiny_temperatures(
                         max_len=40))
     rng = np.random.default_rng(0)
     for temperature in (1e-300, 1e-30, 0.5, 5.0, 1e30):
-        out = sample(gpt, np.array([[3, 4]]), 30, temperature=temperature, rng=rng,
+        out = sample(gpt, xp.asarray([[3, 4]]), 30, temperature=temperature, rng=rng,
                      exclude=(1, 2))
         assert not np.isin(out[:, 2:], [0, 1, 2]).any(), temperature
-    greedy = sample(gpt, np.array([[3, 4]]), 10, temperature=1e-300, rng=rng)
-    assert (greedy == sample(gpt, np.array([[3, 4]]), 10, top_k=1, rng=rng)).all()
+    greedy = sample(gpt, xp.asarray([[3, 4]]), 10, temperature=1e-300, rng=rng)
+    assert (greedy == sample(gpt, xp.asarray([[3, 4]]), 10, top_k=1, rng=rng)).all()
