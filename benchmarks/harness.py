@@ -133,7 +133,7 @@ class NumpyTrainer:
     library = "numpy_transformer"
 
     def __init__(self, setup, state=None):
-        from numpy_transformer.backend import set_default_dtype
+        from numpy_transformer.backend import on_device, set_default_dtype
         from numpy_transformer.losses import CrossEntropyLoss
         from numpy_transformer.models import build_transformer
         from numpy_transformer.optim import Adam
@@ -143,12 +143,14 @@ class NumpyTrainer:
             self.model.load_state_dict(state)
         self.loss_fn = CrossEntropyLoss(ignore_index=PAD, label_smoothing=LABEL_SMOOTHING)
         self.optimizer = Adam(self.model, **ADAM)
-        self.src, self.tgt_in, self.tgt_out = make_batch(setup)
+        # On the active device once, as the data pipeline would (NumPy: the same arrays).
+        self.src, self.tgt_in, self.tgt_out = (on_device(a) for a in make_batch(setup))
 
     def forward_backward(self):
         t0 = time.perf_counter()
         logits = self.model.forward(self.src, self.tgt_in)
-        loss = self.loss_fn.forward(logits, self.tgt_out)
+        # A Python float (on a device: copied back, a sync), as TorchTrainer's loss.item().
+        loss = float(self.loss_fn.forward(logits, self.tgt_out))
         t1 = time.perf_counter()
         self.model.backward(self.loss_fn.backward())
         t2 = time.perf_counter()
@@ -159,7 +161,9 @@ class NumpyTrainer:
         self.optimizer.zero_grad()
 
     def grads(self):
-        return {name: g.copy() for name, _, g in self.model.named_parameters()}
+        """{dotted name: NumPy copy of the gradient} (copied to the host on a device)."""
+        from numpy_transformer.backend import to_numpy
+        return {name: to_numpy(g.copy()) for name, _, g in self.model.named_parameters()}
 
     def step(self):
         loss, t_fwd, t_bwd = self.forward_backward()
@@ -223,15 +227,20 @@ TOLERANCES = {  # (loss, step-2 loss, gradients) relative errors a correct pair 
 }
 
 
-def check_against_torch(setup, torch_kwargs=None):
+def check_against_torch(setup, torch_kwargs=None, torch_trainer=None):
     """Build ours and the torch reference from the same weights; run two steps on each.
+
+    torch_trainer: the reference's class (default TorchTrainer, on the CPU); called as
+    torch_trainer(setup, state, **torch_kwargs). Ours runs on the active backend; its
+    losses and gradients are brought to the host for the comparison.
 
     Returns a dict: the first-step losses and their relative difference, the same for
     the second step (after one Adam update), the largest per-parameter relative
     gradient error of step 1 and its parameter, and `ok` against TOLERANCES.
     """
     ours = NumpyTrainer(setup)
-    theirs = TorchTrainer(setup, ours.model.state_dict(), **(torch_kwargs or {}))
+    theirs = (torch_trainer or TorchTrainer)(setup, ours.model.state_dict(),
+                                             **(torch_kwargs or {}))
     loss_a, _, _ = ours.forward_backward()
     loss_b, _, _ = theirs.forward_backward()
     ga, gb = ours.grads(), theirs.grads()

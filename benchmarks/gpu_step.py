@@ -1,0 +1,296 @@
+"""Time one training step on the GPU (CuPy) against PyTorch CUDA eager, same weights.
+
+    python benchmarks/gpu_step.py --config tiny small base --json out.json --markdown out.md
+    python benchmarks/gpu_step.py --config tiny --steps 2 --device-backend simulator \\
+        --torch-device cpu                       # the script itself, on a CPU machine
+
+For each configuration (benchmarks/harness.py: CONFIGS, float32 by default):
+1. parity: ours (on the active backend) and the PyTorch reference (on --torch-device)
+   start from the same weights; first- and second-step losses and every first-step
+   gradient must agree (harness.check_against_torch: 1e-4 relative on the losses);
+2. timing: one full step (forward, cross-entropy, backward, Adam, zero_grad) of each,
+   in this one process, interleaved step by step (ours, torch, torch, ours, ...) after
+   WARMUP steps (CuPy compiles its kernels on first use). The device is synchronised
+   before each clock reading: `cupy.cuda.get_current_stream().synchronize()` for ours,
+   `torch.cuda.synchronize()` for PyTorch, so a step's time is its kernels' time too;
+3. decoding: our greedy decoding with the KV cache (numpy_transformer.decoding) of the
+   configuration's batch for `length` new tokens (EOS disabled), median of 3 runs.
+
+Reported: median step ms (and quartiles) of ours and PyTorch, ours / PyTorch, tokens/s
+(source + target tokens of the batch / step time), decode ms per token (one decoding
+step of the whole batch) and generated tokens/s. Exit code 1 when a parity check fails.
+"""
+
+import os
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from benchmarks.harness import (ADAM, CONFIGS, LABEL_SMOOTHING, PAD,  # noqa: E402
+                                NumpyTrainer, Setup, TorchTrainer, check_against_torch,
+                                make_batch)
+
+DEFAULT_STEPS = {"tiny": 30, "small": 20, "base": 10}
+WARMUP = 3
+DECODE_REPEATS = 3
+NO_EOS = -1          # an id greedy search never produces: every run has the same length
+
+
+class DeviceTorchTrainer(TorchTrainer):
+    """harness.TorchTrainer with its parameters, Adam state, batch and masks on `device`.
+
+    The reference model (benchmarks/torch_reference.py) is built on the CPU from our
+    weights, then its leaf tensors are moved; the causal mask is made on the device
+    each step (the reference would make it on the CPU), the padding masks follow the ids.
+    """
+
+    def __init__(self, setup, state, attention_impl="plain", adam_kwargs=None, device="cuda"):
+        super().__init__(setup, state, attention_impl, adam_kwargs)
+        from benchmarks.torch_reference import make_adam
+        torch = self.torch
+        self.device = torch.device(device)
+        model = self.model
+        model.params = {name: p.detach().to(self.device).requires_grad_(True)
+                        for name, p in model.params.items()}
+        model.pe = model.pe.to(self.device)
+        self.optimizer = make_adam(model, **ADAM, **(adam_kwargs or {}))
+        self.src, self.tgt_in, self.tgt_out = (t.to(self.device) for t in
+                                               (self.src, self.tgt_in, self.tgt_out))
+
+    def target_mask(self):
+        """(B, 1, T, T) boolean: not padding and not in the future, made on the device."""
+        T = self.tgt_in.shape[1]
+        causal = self.torch.ones(T, T, dtype=self.torch.bool, device=self.device).tril()
+        return (self.tgt_in != PAD)[:, None, None, :] & causal
+
+    def forward_backward(self):
+        from benchmarks.torch_reference import cross_entropy
+        t0 = time.perf_counter()
+        logits = self.model.forward(self.src, self.tgt_in, None, self.target_mask())
+        loss = cross_entropy(logits, self.tgt_out, PAD, LABEL_SMOOTHING)
+        value = loss.item()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        return value, t1 - t0, t2 - t1
+
+    def grads(self):
+        """{dotted name: NumPy copy of the gradient} (zeros where none), from the device."""
+        return {name: (p.grad if p.grad is not None else self.torch.zeros_like(p))
+                .detach().cpu().numpy() for name, p in self.model.params.items()}
+
+
+def device_sync(backend):
+    """A function that waits for the active array module's queued work (no-op on a CPU)."""
+    if backend == "cupy":
+        import cupy
+        return lambda: cupy.cuda.get_current_stream().synchronize()
+    return lambda: None
+
+
+def torch_sync(torch, device):
+    """A function that waits for PyTorch's queued CUDA work (no-op on the CPU)."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+def timed(fn, sync):
+    """Seconds `fn()` takes, the device synchronised before and after."""
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t0
+
+
+def summarize(seconds, tokens):
+    """Median, quartiles (ms) and tokens/s of a list of step times."""
+    q = statistics.quantiles(seconds, n=4) if len(seconds) > 1 else [seconds[0]] * 3
+    median = statistics.median(seconds)
+    return {"median_ms": median * 1e3, "q1_ms": q[0] * 1e3, "q3_ms": q[2] * 1e3,
+            "n": len(seconds), "tokens_per_s": tokens / median,
+            "steps_ms": [s * 1e3 for s in seconds]}
+
+
+def time_steps(setup, args, torch_factory, syncs):
+    """Our trainer and PyTorch's from the same weights, stepped alternately: a dict of
+    {"ours": [seconds], "torch": [seconds]} over the timed steps."""
+    ours = NumpyTrainer(setup)
+    theirs = torch_factory(setup, ours.model.state_dict())
+    trainers = [("ours", ours, syncs[0]), ("torch", theirs, syncs[1])]
+    times = {"ours": [], "torch": []}
+    for i in range(WARMUP + args.steps_for(setup.name)):
+        for kind, trainer, sync in (trainers if i % 2 == 0 else trainers[::-1]):
+            seconds = timed(trainer.step, sync)
+            if i >= WARMUP:
+                times[kind].append(seconds)
+    return times
+
+
+def time_decode(setup, sync):
+    """Our greedy decoding with the KV cache of the setup's batch: a result dict."""
+    from numpy_transformer.decoding import KVCache, greedy_decode
+    from numpy_transformer.models import build_transformer
+    model = build_transformer(setup.model_config()).eval()
+    src, _, _ = make_batch(setup)
+    B, steps = src.shape[0], setup.length
+    greedy_decode(model, src, 2, eos_id=NO_EOS, use_cache=True, cache=KVCache())   # warm-up
+    runs, out = [], None
+    for _ in range(DECODE_REPEATS):
+        def run():
+            nonlocal out
+            out = greedy_decode(model, src, steps, eos_id=NO_EOS, use_cache=True,
+                                cache=KVCache())
+        runs.append(timed(run, sync))
+    generated = int(out.shape[1])
+    median = statistics.median(runs)
+    return {"batch_size": B, "generated": generated, "median_ms": median * 1e3,
+            "ms_per_token": median * 1e3 / generated,
+            "tokens_per_s": B * generated / median, "runs_ms": [r * 1e3 for r in runs]}
+
+
+def run_setup(setup, args, torch_factory, syncs):
+    """Parity, step timing and decode timing of one configuration; a result dict."""
+    result = {"config": setup.name, "dtype": setup.dtype, "setup": setup.label(),
+              "batch_size": setup.batch_size, "length": setup.length,
+              "tokens_per_step": setup.tokens_per_step}
+    print(f"\n== {setup.label()}: batch {setup.batch_size} x length {setup.length} "
+          f"({setup.tokens_per_step} tokens/step)", flush=True)
+    parity = check_against_torch(setup, torch_trainer=torch_factory)
+    result["parity"] = parity
+    print(f"parity: loss {parity['loss']:.6f} vs torch {parity['torch_loss']:.6f} "
+          f"(rel {parity['loss_rel_diff']:.1e}, step 2 rel {parity['loss2_rel_diff']:.1e}), "
+          f"worst gradient rel {parity['grad_max_rel_err']:.1e} -> "
+          f"{'ok' if parity['ok'] else 'FAILED'}", flush=True)
+    times = time_steps(setup, args, torch_factory, syncs)
+    for kind in ("ours", "torch"):
+        result[kind] = summarize(times[kind], setup.tokens_per_step)
+    result["ratio"] = result["ours"]["median_ms"] / result["torch"]["median_ms"]
+    result["decode"] = time_decode(setup, syncs[0])
+    o, t, d = result["ours"], result["torch"], result["decode"]
+    print(f"step: ours {o['median_ms']:.2f} ms, torch {t['median_ms']:.2f} ms, ours/torch "
+          f"{result['ratio']:.2f}; tokens/s {o['tokens_per_s']:.0f} / {t['tokens_per_s']:.0f}"
+          f"; decode (KV cache) {d['ms_per_token']:.2f} ms/token, "
+          f"{d['tokens_per_s']:.0f} tokens/s", flush=True)
+    return result
+
+
+def machine_info(args, torch):
+    """Versions and device names, for the report."""
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "backend": args.device_backend, "torch_device": args.torch_device,
+            "dtype": args.dtype,
+            "python": platform.python_version(), "numpy": np.__version__,
+            "torch": torch.__version__, "platform": platform.platform(), "device": "CPU"}
+    if args.device_backend == "cupy":
+        import cupy
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        info["cupy"] = cupy.__version__
+        info["device"] = props["name"].decode() if isinstance(props["name"], bytes) \
+            else str(props["name"])
+    if args.torch_device == "cuda":
+        info["torch_gpu"] = torch.cuda.get_device_name()
+    return info
+
+
+def markdown(report):
+    """The report as a Markdown section: one line of context, then one row per config."""
+    m = report["machine"]
+    lines = [f"Measured {m['date']} on {m['device']} (ours: {m['backend']}"
+             + (f" {m['cupy']}" if "cupy" in m else "") + f"; PyTorch {m['torch']} on "
+             f"{m.get('torch_gpu', m['torch_device'])}); {m['dtype']}, post-norm, MHA; medians.",
+             "",
+             "| config | ours ms | PyTorch ms | **ours / PyTorch** | tokens/s ours / torch "
+             "| decode ms/token | decode tokens/s | parity (loss rel diff) |",
+             "|--------|--------:|-----------:|------:|------:|------:|------:|------|"]
+    for r in report["results"]:
+        o, t, d, p = r["ours"], r["torch"], r["decode"], r["parity"]
+        lines.append(f"| {r['config']} | {o['median_ms']:.2f} | {t['median_ms']:.2f} | "
+                     f"**{r['ratio']:.2f}** | {o['tokens_per_s']:,.0f} / "
+                     f"{t['tokens_per_s']:,.0f} | {d['ms_per_token']:.2f} | "
+                     f"{d['tokens_per_s']:,.0f} | {'ok' if p['ok'] else 'FAILED'} "
+                     f"({p['loss_rel_diff']:.0e}) |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", nargs="+", choices=sorted(CONFIGS), default=["small"],
+                   help="one or more configurations (benchmarks/harness.py)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"timed steps after {WARMUP} warm-up steps (default {DEFAULT_STEPS})")
+    p.add_argument("--device-backend", choices=["cupy", "simulator"], default="cupy",
+                   help="our array module: CuPy, or the CPU device simulator (to test this "
+                        "script without a GPU)")
+    p.add_argument("--torch-device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--json", metavar="OUT", help="write the results to this JSON file")
+    p.add_argument("--markdown", metavar="OUT", help="write the table to this Markdown file")
+    args = p.parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        p.error("--steps must be >= 1")
+    args.steps_for = lambda name: args.steps or DEFAULT_STEPS[name]
+    return args
+
+
+def load_libraries(args):
+    """Select our backend, import torch and check the devices; (torch, error message)."""
+    try:
+        import torch
+    except ImportError:
+        return None, "PyTorch is not installed: python -m pip install torch==2.13.0"
+    if args.torch_device == "cuda" and not torch.cuda.is_available():
+        return None, (f"PyTorch {torch.__version__} sees no CUDA device: a CPU-only build "
+                      "(reinstall a CUDA build of torch==2.13.0) or no GPU here")
+    from numpy_transformer.backend import set_backend
+    try:
+        set_backend(args.device_backend)
+        if args.device_backend == "cupy":
+            import cupy
+            cupy.cuda.runtime.getDeviceCount()           # raises without a usable GPU
+    except Exception as err:                             # ImportError, CUDARuntimeError
+        return None, f"{type(err).__name__}: {err}"
+    return torch, None
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch, error = load_libraries(args)
+    if error:
+        print(f"gpu_step.py: {error}", file=sys.stderr)
+        return 2
+    info = machine_info(args, torch)
+    print(f"ours: {info['backend']} on {info['device']}; PyTorch {info['torch']} on "
+          f"{info.get('torch_gpu', args.torch_device)}; numpy {info['numpy']}", flush=True)
+
+    def torch_factory(setup, state):
+        return DeviceTorchTrainer(setup, state, device=args.torch_device)
+    syncs = (device_sync(args.device_backend), torch_sync(torch, args.torch_device))
+    t0 = time.perf_counter()
+    results = [run_setup(Setup(name, args.dtype), args, torch_factory, syncs)
+               for name in args.config]
+    report = {"machine": info, "steps": {n: args.steps_for(n) for n in args.config},
+              "warmup": WARMUP, "results": results}
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)\n\n" + markdown(report))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(report))
+    return 0 if all(r["parity"]["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The GPU benchmark, on a machine without a GPU: gpu_step.py runs under the device
+simulator against PyTorch on the CPU, and gpu_check.sh stops with a clear message
+(before installing anything) where there is no NVIDIA GPU or no CuPy."""
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_check.sh")
+
+
+@pytest.mark.torch
+def test_gpu_step_runs_under_the_simulator(tmp_path):
+    pytest.importorskip("torch")
+    out, md = tmp_path / "gpu.json", tmp_path / "gpu.md"
+    env = dict(os.environ, OMP_NUM_THREADS="1")        # two shared cores: stay polite
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/gpu_step.py", "--config", "tiny", "--steps", "2",
+         "--device-backend", "simulator", "--torch-device", "cpu", "--json", str(out),
+         "--markdown", str(md)], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["machine"]["backend"] == "simulator"
+    assert report["machine"]["torch_device"] == "cpu"
+    (r,) = report["results"]
+    assert r["config"] == "tiny" and r["dtype"] == "float32"
+    assert r["parity"]["ok"] and r["parity"]["loss_rel_diff"] < 1e-4
+    assert r["parity"]["loss2_rel_diff"] < 1e-4
+    for side in ("ours", "torch"):
+        assert r[side]["n"] == 2 and len(r[side]["steps_ms"]) == 2
+        assert r[side]["median_ms"] > 0 and r[side]["tokens_per_s"] > 0
+    assert math.isclose(r["ratio"], r["ours"]["median_ms"] / r["torch"]["median_ms"])
+    assert r["decode"]["generated"] == r["length"] == 16
+    assert r["decode"]["ms_per_token"] > 0 and r["decode"]["tokens_per_s"] > 0
+    table = md.read_text()
+    assert "| tiny |" in table and "ours / PyTorch" in table
+
+
+def fake_bin(tmp_path, gpu):
+    """A folder for PATH's front: `python`, `python3` and `pip` that only leave a mark
+    (so any use of them, an install say, shows), and a fake `nvidia-smi` when `gpu`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    mark = tmp_path / "python-was-run"
+    for name in ("python", "python3", "pip", "pip3"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "$0 $*" >> "{mark}"\nexit 1\n')
+        (bin_dir / name).chmod(0o755)
+    if gpu:
+        (bin_dir / "nvidia-smi").write_text('#!/bin/sh\necho "GPU 0: a pretend GPU"\n')
+        (bin_dir / "nvidia-smi").chmod(0o755)
+    return bin_dir, mark
+
+
+def run_check(tmp_path, bin_dir, *args, python=None):
+    """benchmarks/gpu_check.sh run from an unrelated directory, with `bin_dir` first on PATH
+    and $PYTHON set to `python` (unset: the script's default, `python` from PATH)."""
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+               GPU_CHECK_RESULTS=str(tmp_path / "results"))
+    env.pop("PYTHON", None)
+    if python:
+        env["PYTHON"] = python
+    return subprocess.run(["bash", SCRIPT, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None,
+                    reason="an NVIDIA GPU is here: the script would really run")
+def test_gpu_check_stops_without_a_gpu_and_installs_nothing(tmp_path):
+    bin_dir, mark = fake_bin(tmp_path, gpu=False)
+    proc = run_check(tmp_path, bin_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no NVIDIA GPU here" in proc.stderr and "Traceback" not in proc.stderr
+    assert "simulator" in proc.stderr                   # it says what to do instead
+    assert not mark.exists(), mark.read_text()          # no python, no pip: nothing installed
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_gpu_check_stops_without_cupy(tmp_path):
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here")
+    bin_dir, _ = fake_bin(tmp_path, gpu=True)
+    proc = run_check(tmp_path, bin_dir, "--no-install", python=sys.executable)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "CuPy is missing or cannot use the GPU" in proc.stderr
+    assert "No module named 'cupy'" in proc.stderr and "Traceback" not in proc.stderr
