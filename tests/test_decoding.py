@@ -251,6 +251,9 @@ def test_decoding_checks_its_preconditions():
                                                 num_decoder_layers=1, max_len=16))
     with pytest.raises(InputError, match=r"src: expected 2 dimensions"):
         greedy_decode(model, xp.asarray([3, 4, 5]))
+    for search in (greedy_decode, beam_search):          # host ids are checked before they move
+        with pytest.raises(InputError, match=r"src: expected token ids in \[0, 9\), got id 40"):
+            search(model, np.array([[3, 40]]))
     gpt = GPT(GPTConfig(vocab_size=9, d_model=8, num_heads=2, d_ff=16, num_layers=1,
                         max_len=16))
     with pytest.raises(InputTypeError, match=r"rng: expected a numpy.random.Generator"):

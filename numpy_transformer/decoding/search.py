@@ -34,6 +34,15 @@ def _decode_steps(model, src, max_len):
     return max_len
 
 
+def _src_and_steps(model, src, max_len):
+    """(src on the model's device, steps). A host array's ids are checked before they move:
+    check_ids reads the values of host arrays only (a device array's would need a sync)."""
+    if not hasattr(src, "dtype"):
+        src = xp.asarray(src)                                 # lists of ids
+    steps = _decode_steps(model, src, max_len)
+    return xp.asarray(src), steps
+
+
 def _next_logits(model, memory, src_mask, out, cache):
     """Logits (B, V) of the token after out (B, t), for an encoder-decoder model.
 
@@ -55,8 +64,7 @@ def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=Tru
     its EOS. PAD and BOS are never predicted. max_len defaults to S + 10, capped
     at config.max_len. cache: an empty KVCache to fill (to measure it afterwards).
     """
-    src = xp.asarray(src)                     # the ids on the model's device
-    steps = _decode_steps(model, src, max_len)
+    src, steps = _src_and_steps(model, src, max_len)      # the ids on the model's device
     pad_id, B = model.config.pad_id, src.shape[0]
     with eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
@@ -129,8 +137,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
             or length_penalty < 0:
         raise InputError(message("length_penalty", "a number >= 0", repr(length_penalty)))
-    src = xp.asarray(src)
-    steps = _decode_steps(model, src, max_len)
+    src, steps = _src_and_steps(model, src, max_len)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
     _check_beam_memory(model, B * K, src.shape[1], steps)
     with eval_mode(model):
