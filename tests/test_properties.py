@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numpy_transformer.backend import default_dtype
+from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.gradcheck import gradcheck
 from numpy_transformer.layers import (GELU, Dropout, Embedding, FeedForward, LayerNorm, Linear,
                                       MultiHeadAttention, MultiHeadLatentAttention,
@@ -26,7 +26,15 @@ def built(seed, make):
         return make(rng), rng
 
 
+def on_device(arrays):
+    """The drawn NumPy arrays on the active device; one passed twice (MLA's k as v) stays one."""
+    moved = {}
+    return tuple(moved.setdefault(id(a), xp.asarray(a)) for a in arrays)
+
+
 def check(module, inputs, out_shape, kwargs=None, max_coords=8, seed=0):
+    inputs = on_device(inputs)
+    kwargs = {k: v if v is None else xp.asarray(v) for k, v in (kwargs or {}).items()}
     out = module.forward(*inputs, **(kwargs or {}))
     assert out.shape == out_shape and np.all(np.isfinite(out))
     module.zero_grad()
@@ -66,8 +74,8 @@ def test_positional_encoding(B, T, D, p, seed):
 @given(B=sizes, T=sizes, D=st.integers(2, 7), seed=st.integers(0, 2**16))
 def test_layer_norm(B, T, D, seed):
     layer, rng = built(seed, lambda rng: LayerNorm(D))
-    layer.params["gamma"] += rng.normal(size=D)
-    layer.params["beta"] += rng.normal(size=D)
+    layer.params["gamma"] += xp.asarray(rng.normal(size=D))
+    layer.params["beta"] += xp.asarray(rng.normal(size=D))
     check(layer, (rng.normal(size=(B, T, D)),), (B, T, D), seed=seed)
 
 
