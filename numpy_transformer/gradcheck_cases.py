@@ -1,10 +1,11 @@
 """The gradient-check cases of every layer and model: one list for all who check gradients.
 
-Used by the tests (tests/test_gradcheck.py runs every case), by the `gradcheck`
-command (gradcheck_report.py prints a report of every case) and by the assignment
-grader (assignment/checks_*.py run the cases of their `group`). A case builds
-its module and inputs from `pkg`, the package under test (`Package()`: this
-one; the grader passes a student's copy), with random vector parameters
+Used by the tests (tests/test_gradcheck.py runs every case) and by the `gradcheck`
+command (gradcheck_report.py prints a report of every case; run in a student's
+copy it reports stubbed parts as not implemented). The assignment grader does not
+use finite differences: it compares a student's arrays with the reference's
+(assignment/scenarios*.py). A case builds its module and inputs from `pkg`, the
+package under test (`Package()`: this one, or a student's copy), with random vector parameters
 (`perturb`) so that zero biases and unit gains hide no bug, and every axis its
 own size so that a swapped axis fails.
 
@@ -57,7 +58,7 @@ class Package:
 @dataclass(frozen=True)
 class Case:
     name: str             # what is checked, e.g. "Linear(4, 5) on x (2, 3, 4)"
-    group: str            # the grader check that runs it ("" for tests and report only)
+    group: str            # a name for a set of cases (cases_of), "" for none
     build: object         # build(pkg, rng) -> (module, inputs, forward_kwargs)
     seed: int = 0
     eps: float = 1e-4
@@ -286,7 +287,7 @@ CASES = LAYER_CASES + STACK_CASES + MODEL_CASES
 
 
 def cases_of(group):
-    """The cases the grader check `group` runs."""
+    """The cases named `group`."""
     found = [case for case in CASES if case.group == group]
     if not found:
         raise KeyError(f"no gradient-check case in group {group!r}")

@@ -173,11 +173,15 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
               "It reports every layer whose part you have not written yet as `not implemented`",
               "(naming the part) and goes on with the others. Grading runs from your teacher's",
               "installed package; this copy holds no grader.", "",
-              "The grader compares every backward with float64 finite differences: a correct",
-              "answer agrees to about 1e-9 relative (a check passes at 1e-7), a wrong one is",
-              "off by 1e-2 or more. It also tests what finite differences cannot see:",
-              "gradients must be ADDED into `grads` (+=, never =), repeated token ids and tied",
-              "weights must receive every contribution, fully masked rows must stay finite."]
+              "`gradcheck` compares every backward with float64 finite differences: a correct",
+              "answer agrees to about 1e-9 relative, a wrong one is off by 1e-2 or more.",
+              "The grader runs each part in a process of its own on inputs it draws, and",
+              "compares your outputs and gradients with its reference results (1e-8",
+              "relative; a correct answer agrees to about 1e-15). It also tests what finite",
+              "differences cannot see: gradients must be ADDED into `grads` (+=, never =),",
+              "repeated token ids and tied weights must receive every contribution, fully",
+              "masked rows must stay finite. Composite parts run your code with simple",
+              "stand-ins for the other parts' layers: call the children's backward."]
     if notebooks:
         lines += ["", "The lessons in notebooks/ have exercises stubbed the same way; each check",
                   "after an exercise states the error a correct answer reaches. A lesson stops",
