@@ -29,6 +29,12 @@ import numpy as np
 import pytest
 from doors import shortened
 
+from numpy_transformer.backend import get_backend
+
+pytestmark = pytest.mark.skipif(
+    get_backend() != "numpy", reason="data-parallel training runs on the NumPy backend only: "
+    "it all-reduces the gradients through one host buffer (DataParallelTrainer refuses others)")
+
 STEPS, TOLERANCE_64, TOLERANCE_32 = 20, 1e-12, 1e-5
 README = Path(__file__).resolve().parents[1] / "README.md"
 

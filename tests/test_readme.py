@@ -8,6 +8,7 @@ benchmarks or download data are not run here (tests/test_benchmarks.py runs the 
 smoke mode; tests/test_data_command.py runs `data` against a local server).
 """
 
+import os
 import re
 import shlex
 import subprocess
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from numpy_transformer.backend import get_backend
 from doors import shortened
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -42,7 +45,8 @@ def commands():
         for line in block.splitlines():
             line = re.split(r"\s{2,}#", line)[0].strip()
             for part in (p.strip() for p in line.split("&&")):
-                if part and not part.startswith(NOT_RUN):
+                bare = re.sub(r"^(\w+=\S+\s+)+", "", part)       # after VAR=value prefixes
+                if bare and not bare.startswith(NOT_RUN):
                     found.append(part)
     return found
 
@@ -55,10 +59,14 @@ def test_every_readme_command_runs_as_printed(tmp_path):
     assert any("train --task reverse" in c for c in listed) and len(listed) >= 10
     for command in listed:
         argv = shlex.split(command)
+        env = dict(os.environ)
+        while "=" in argv[0]:                                    # NUMPY_TRANSFORMER_BACKEND=...
+            name, value = argv.pop(0).split("=", 1)
+            env[name] = value
         assert argv[:3] == ["python", "-m", "numpy_transformer"], command
         argv = shortened(argv)
         done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=600, stdin=subprocess.DEVNULL)
+                              text=True, timeout=600, stdin=subprocess.DEVNULL, env=env)
         expected = (0, 1) if argv[3:5] == ["assignment", "grade"] else (0,)
         assert done.returncode in expected, f"{command}\n{done.stdout}\n{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
@@ -73,4 +81,7 @@ def test_every_readme_python_block_runs_and_prints_what_it_says(index, tmp_path)
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     promised = [m.group(1).strip() for m in re.finditer(r"print\(.*\)\s+# (.*)", code)]
-    assert done.stdout.splitlines() == promised
+    if get_backend() == "numpy":        # on a device the dropout masks come from its generator
+        assert done.stdout.splitlines() == promised
+    else:
+        assert len(done.stdout.splitlines()) == len(promised)
