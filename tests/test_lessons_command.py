@@ -162,7 +162,10 @@ def test_a_wheel_ships_the_lessons_and_the_command_finds_them(tmp_path):
                     str(wheel)], check=True, capture_output=True, timeout=300)
     installed = tmp_path / "site-packages" / "numpy_transformer" / "lessons"
     assert sorted(p.name for p in installed.iterdir()) == sorted(
-        [p.name for p in LESSONS] + ["README.md"])
+        [p.name for p in LESSONS] + ["README.md", "capstone"])
+    for name in ("shakespeare_char.npz", "history.json"):         # lesson 17's checkpoint
+        shipped = installed / "capstone" / name
+        assert shipped.read_bytes() == (NOTEBOOKS / "capstone" / name).read_bytes(), name
     env = {"PYTHONPATH": str(tmp_path / "site-packages")}     # not the checkout: cwd elsewhere
     assert ok(lessons(env=env, cwd=tmp_path)).startswith(f"{len(LESSONS)} lessons in {installed}:")
     ok(lessons("--out", tmp_path / "copy", env=env, cwd=tmp_path))
