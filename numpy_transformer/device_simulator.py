@@ -170,7 +170,11 @@ class DeviceArray:
         return (DeviceArray(numpy.asarray(row)) for row in self._a)
 
     def __getitem__(self, key):
-        return _wrap(self._a[_index(key, self._a.shape)])
+        key = _index(key, self._a.shape)
+        out = self._a[key]
+        if isinstance(out, numpy.generic):     # an element: CuPy gives a 0-d view, not a copy
+            out = self._a[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)]
+        return _wrap(out)
 
     def __setitem__(self, key, value):
         self._a[_index(key, self._a.shape)] = _unwrap(value)

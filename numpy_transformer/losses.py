@@ -133,7 +133,7 @@ class CrossEntropyLoss(Module):
         p, t, valid, rows, shape = self.saved
         self.saved = None
         # BEGIN SOLUTION cross_entropy
-        # HINT: dloss (p - q) / N on counted rows, 0 on ignored; q = (1 - eps) onehot(t) + eps / V
+        # HINT: from p and the smoothed target q (see the docstring), over N counted rows; 0 on ignored
         V, eps = shape[-1], self.label_smoothing
         scale = valid.astype(p.dtype) * (float(dloss) / max(self.num_tokens, 1))  # (N,)
         dx = p                                                  # (N, V) overwrite p in place

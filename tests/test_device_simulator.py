@@ -106,3 +106,11 @@ def test_losses_come_back_once_per_log_line_and_are_checked(device):
     trainer._flush()
     losses = [row["loss"] for row in trainer.history.train]
     assert len(losses) == 12 and all(isinstance(v, float) and np.isfinite(v) for v in losses)
+
+
+def test_an_element_is_a_view_as_on_a_gpu(device):
+    """CuPy's x[i] is a 0-d view, so `old = x[i]; x[i] = old + h` changes `old` too."""
+    x = xp.arange(3.0)
+    old = x[1]
+    x[1] = old + 1.0
+    assert old.shape == () and float(old) == 2.0

@@ -52,7 +52,7 @@ class LayerNorm(Module):
 
     def backward(self, dy):
         # BEGIN SOLUTION layernorm
-        # HINT: ADD the gamma, beta grads; dx = r (g - mean(g) - xhat mean(g xhat)), g = dy gamma
+        # HINT: ADD the gamma and beta grads; dx flows through xhat, the mean and the variance
         xhat, r = self.saved_for_backward()
         D = self.d_model
         # y = gamma * xhat + beta: sums over every leading dim
