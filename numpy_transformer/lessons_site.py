@@ -1,20 +1,21 @@
 """The Jupyter lessons as files to copy out, and as a website with every output rendered.
 
-A wheel ships notebooks/ as `numpy_transformer/lessons/` (see pyproject.toml); a checkout or
-an editable install reads notebooks/ beside the package.
+A wheel ships notebooks/ as `numpy_transformer/lessons/`; a checkout reads notebooks/ itself.
 
     find_lessons()                  -> [Lesson], in order (name, number, title, path)
     select(lessons, only)           -> the lessons named by number or name ("01", "8", "08_grad")
     copy_lessons(lessons, out)      -> the files written (refuses to replace different files)
     build_site(lessons, out)        -> [Page]: one executed HTML page per lesson, and index.html
 
-nbconvert makes the site: `ExecutePreprocessor` runs each lesson in a fresh kernel,
-`HTMLExporter` renders it with a template extending "lab" by a previous / index / next bar
-(`PAGE`, `NAV`), figures embedded; index.html is a notebook of links, rendered the same way.
+nbconvert makes the site: `ExecutePreprocessor` runs each lesson in a fresh kernel, `HTMLExporter`
+renders it (template "lab" + a previous / index / next bar: `PAGE`, `NAV`, figures embedded);
+index.html is a notebook of links, rendered the same way.
 """
 
+import functools
 import json
 import logging
+import os
 import re
 import shutil
 import tempfile
@@ -215,9 +216,11 @@ def execute(path, *, timeout=600):
     from nbconvert.preprocessors import ExecutePreprocessor
     notebook = nbformat.read(str(path), as_version=4)
     logging.getLogger("tornado.general").setLevel(logging.CRITICAL)   # kernel-shutdown noise
-    runner = ExecutePreprocessor(timeout=timeout,
-                                 extra_arguments=["--IPKernelApp.log_level=ERROR"])
-    with tempfile.TemporaryDirectory(prefix="lesson-") as scratch:
+    runner = ExecutePreprocessor(timeout=timeout, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    with tempfile.TemporaryDirectory(prefix="lesson-") as scratch, \
+            open(os.path.join(scratch, "kernel.log"), "wb") as kernel_log:
+        # the kernel's own stderr (a cell's comes as outputs): ipykernel's shutdown noise
+        runner.setup_kernel = functools.partial(runner.setup_kernel, stderr=kernel_log)
         try:
             runner.preprocess(notebook, {"metadata": {"path": scratch}})
         except CellExecutionError as err:
@@ -292,8 +295,6 @@ def index_notebook(pages):
 
 def _descriptions(readme):
     """{lesson name: 'what it teaches'} from the README's table, where there is one."""
-    if not readme.is_file():
-        return {}
-    rows = (re.match(r"\| \[([^\]]+)\]\(\1\.ipynb\) \| (.*) \|\s*$", line)
-            for line in readme.read_text(encoding="utf-8").splitlines())
+    lines = readme.read_text(encoding="utf-8").splitlines() if readme.is_file() else []
+    rows = (re.match(r"\| \[([^\]]+)\]\(\1\.ipynb\) \| (.*) \|\s*$", line) for line in lines)
     return {m.group(1): m.group(2) for m in rows if m}
