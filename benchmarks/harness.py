@@ -188,10 +188,14 @@ class TorchTrainer:
         src, tgt_in, tgt_out = make_batch(setup)
         self.src, self.tgt_in, self.tgt_out = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))
 
+    def logits(self):
+        """The reference model's logits (B, T, V) for the batch."""
+        return self.model.forward(self.src, self.tgt_in)
+
     def forward_backward(self):
         from .torch_reference import cross_entropy
         t0 = time.perf_counter()
-        logits = self.model.forward(self.src, self.tgt_in)
+        logits = self.logits()
         loss = cross_entropy(logits, self.tgt_out, PAD, LABEL_SMOOTHING)
         value = loss.item()
         t1 = time.perf_counter()

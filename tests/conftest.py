@@ -45,6 +45,24 @@ class DeviceRandom:
         return draw
 
 
+@pytest.fixture(scope="module")
+def solution_copy(tmp_path_factory):
+    """A copy of the package made by `assignment make --solutions` (reference code kept)."""
+    from numpy_transformer.assignment import make
+    out = tmp_path_factory.mktemp("solution") / "copy"
+    make(out, solutions=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def student_copy(tmp_path_factory):
+    """A student copy with every part stubbed."""
+    from numpy_transformer.assignment import make
+    out = tmp_path_factory.mktemp("student") / "copy"
+    make(out)
+    return out
+
+
 @pytest.fixture
 def rng():
     generator = np.random.default_rng(0)

@@ -19,20 +19,6 @@ from numpy_transformer.assignment.mistakes import MISTAKES
 from numpy_transformer.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
 
 
-@pytest.fixture(scope="module")
-def solution_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("solution") / "copy"
-    make(out, solutions=True)
-    return out
-
-
-@pytest.fixture(scope="module")
-def student_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student") / "copy"
-    make(out)
-    return out
-
-
 def fresh(copy, tmp_path):
     """A private copy of a module-level copy, for a test that changes files."""
     return shutil.copytree(copy, tmp_path / "copy")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.assignment import PARTS, grade, make
+from numpy_transformer.assignment import PARTS, grade
 from numpy_transformer.assignment.make import PACKAGE, package_regions
 from numpy_transformer.assignment.mistakes import MISTAKES
 from numpy_transformer.assignment.parts import Package, Read, reference_results, run_task
@@ -52,20 +52,6 @@ BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape
     "Adam._update": "pass",
     "AdamW.decay": "pass",
 }
-
-
-@pytest.fixture(scope="module")
-def solution_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("solution") / "copy"
-    make(out, solutions=True)
-    return out
-
-
-@pytest.fixture(scope="module")
-def student_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student") / "copy"
-    make(out)
-    return out
 
 
 def fresh(copy, tmp_path, name="copy"):

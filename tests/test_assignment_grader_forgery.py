@@ -17,7 +17,7 @@ import pytest
 from doors import nt
 from numpy_transformer.assignment import grade
 from numpy_transformer.assignment.make import PACKAGE
-from test_assignment_grader import fresh, replace_regions, solution_copy, student_copy  # noqa: F401
+from test_assignment_grader import fresh, replace_regions
 
 FIND_REFERENCE = '''
 def _find_reference():

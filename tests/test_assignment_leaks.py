@@ -167,13 +167,6 @@ def leaks(copy, solutions):
 
 
 @pytest.fixture(scope="module")
-def student_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("leaks") / "copy"
-    make(out)                                         # every part stubbed
-    return out
-
-
-@pytest.fixture(scope="module")
 def solutions():
     return solution_lines()
 

@@ -16,13 +16,6 @@ from numpy_transformer.assignment import make
 
 
 @pytest.fixture(scope="module")
-def full_copy(tmp_path_factory):
-    out = tmp_path_factory.mktemp("full") / "copy"
-    make(out)                                             # every part stubbed
-    return out
-
-
-@pytest.fixture(scope="module")
 def layernorm_copy(tmp_path_factory):
     out = tmp_path_factory.mktemp("layernorm") / "copy"
     make(out, parts=["layernorm"])
@@ -41,15 +34,15 @@ def report_lines(done):
     return rows, done.stdout.strip().splitlines()[-1]
 
 
-def test_commands_run_in_a_student_copy_and_grading_points_to_the_teacher(full_copy):
-    assert "assignment" in ok(nt("--help", cwd=full_copy))
-    error(nt("assignment", "grade", ".", cwd=full_copy), 2, "student copy",
+def test_commands_run_in_a_student_copy_and_grading_points_to_the_teacher(student_copy):
+    assert "assignment" in ok(nt("--help", cwd=student_copy))
+    error(nt("assignment", "grade", ".", cwd=student_copy), 2, "student copy",
           "teacher's installed")
-    error(nt("assignment", "make", "--out", "x", cwd=full_copy), 2, "student copy")
+    error(nt("assignment", "make", "--out", "x", cwd=student_copy), 2, "student copy")
 
 
-def test_gradcheck_in_a_full_copy_reports_each_stub_and_carries_on(full_copy):
-    rows, last = report_lines(nt("gradcheck", "--layers-only", cwd=full_copy))
+def test_gradcheck_in_a_student_copy_reports_each_stub_and_carries_on(student_copy):
+    rows, last = report_lines(nt("gradcheck", "--layers-only", cwd=student_copy))
     assert not rows.get("FAIL"), rows["FAIL"]
     assert any(line.startswith("ok   ReLU") for line in rows["ok"])          # after the stubs
     stubs = rows["todo"]
