@@ -30,6 +30,8 @@ def add_parsers(commands):
                    help="held-out task examples to generate (default 1000)")
     p.add_argument("--beam", type=positive_int, default=1, help="beam size (default 1: greedy)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the examples")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write the scores, what was scored and the command to FILE")
     add_common(p)
     p.set_defaults(run=run_evaluate)
 
@@ -101,9 +103,10 @@ def run_evaluate(args):
         if len(ids) < 2:
             raise InputError(message("--text", "at least 2 characters", len(ids)))
         scores = evaluate_lm(model, ids, block_size=min(model.config.max_len, len(ids) - 1))
-        print(f"{args.text} (the whole file, {len(ids):,} characters): loss "
-              f"{scores['loss']:.4f} nats per character, perplexity {scores['perplexity']:.2f}")
-        return 0
+        what = f"{args.text} (the whole file, {len(ids):,} characters)"
+        print(f"{what}: loss {scores['loss']:.4f} nats per character, perplexity "
+              f"{scores['perplexity']:.2f}")
+        return _write_json(args, what, scores)
     pairs, references, max_len, what = _evaluation_pairs(args, meta, toks)
     keep = [i for i, pair in enumerate(pairs) if fits(pair, model.config.max_len)]
     kept = [pairs[i] for i in keep]
@@ -120,4 +123,24 @@ def run_evaluate(args):
                               lowercase=lowercase)          # loss: the plain cross-entropy
     scores.pop("predictions")
     print(f"{what}: {format_metrics(scores)}")
+    return _write_json(args, what, scores)
+
+
+def _write_json(args, what, scores):
+    """--json FILE: the scores with what was scored and how (written atomically)."""
+    if args.json:
+        import datetime
+        import json
+        import shlex
+        import sys
+        from .. import __version__
+        from ..files import atomic_write
+        record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
+                  "checkpoint": args.checkpoint, "scored": what, "beam": args.beam,
+                  "scores": scores, "date": datetime.date.today().isoformat(),
+                  "version": __version__}
+        with atomic_write(args.json, "w", suffix=".json") as f:
+            json.dump(record, f, indent=2, sort_keys=True, default=float)
+            f.write("\n")
+        print(f"scores written to {args.json}")
     return 0

@@ -96,7 +96,10 @@ def run_train_lm(args):
     print(f"\n{result.step} steps in {time.perf_counter() - start:.0f} s. Held-out loss "
           f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "
           f"per character, perplexity {final['perplexity']:.2f}")
-    print("sample:\n" + generate_text(model, tok, "\n", 200, temperature=0.8, seed=s["seed"]))
+    sample = generate_text(model, tok, "\n", 200, temperature=0.8, seed=s["seed"])
+    print("sample:\n" + sample)
+    run.write_results(s, trainer, time.perf_counter() - start, held_out=final,
+                      held_out_characters=len(val_ids), sample=sample)
     figures = run.draw_figures(args, s, trainer)
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
                      f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}")

@@ -149,6 +149,33 @@ def draw_figures(args, settings, trainer, **drawing):
         return []
 
 
+def write_results(settings, trainer, seconds, **results):
+    """results.json in the run folder: what the run reached, in how long, started how.
+
+    The README's numbers are copied from these files (figures/*.json keeps one per
+    README run, and tests/test_readme_results.py ties the two together)."""
+    import datetime
+    import json
+    import platform
+    import shlex
+    import sys
+    from .. import __version__
+    from ..files import atomic_write
+    record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
+              "steps": trainer.step, "parameters": trainer.model.num_parameters(),
+              "wall_seconds": round(seconds, 1),
+              "seconds_per_step": round(seconds / max(1, trainer.step), 4),
+              "date": datetime.date.today().isoformat(), "version": __version__,
+              "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+                          "python": platform.python_version()},
+              **results}
+    path = os.path.join(settings["out"], "results.json")
+    with atomic_write(path, "w", suffix=".json") as f:
+        json.dump(record, f, indent=2, sort_keys=True, default=float)
+        f.write("\n")
+    return path
+
+
 def print_ending(settings, figures, next_command):
     """Where everything is, and the next command to try."""
     out = settings["out"]

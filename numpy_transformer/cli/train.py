@@ -107,7 +107,8 @@ def run_train(args):
         metadata={"kind": "seq2seq", "task": s.get("task"), "settings": s})
     if status is not None:
         return status
-    report(result, data, time.perf_counter() - start, model, s)
+    results = report(result, data, time.perf_counter() - start, model, s)
+    run.write_results(s, trainer, time.perf_counter() - start, **results)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)
     text = data.src_tok.decode(data.val[0][0]) if data.val else "hello"
@@ -117,6 +118,7 @@ def run_train(args):
 
 
 def report(result, data, seconds, model, s):
+    """Print the held-out and test scores; returns them for results.json."""
     m = result.metrics
     print(f"\n{result.step} steps in {seconds:.0f} s. Held-out ({len(data.val)} examples never "
           f"seen in training): exact match {100 * m['exact_match']:.1f}%, token accuracy "
@@ -127,6 +129,9 @@ def report(result, data, seconds, model, s):
                                   references=data.test_refs, lowercase=bool(s.get("lowercase")))
         scores.pop("predictions")
         print(f"test set ({len(data.test)} pairs): {format_metrics(scores)}")
+    held_out = {k: v for k, v in m.items() if k != "predictions"}
+    return {"held_out": held_out, "held_out_examples": len(data.val),
+            **({"test": scores, "test_examples": len(data.test)} if data.test else {})}
 
 
 def show_examples(data, predictions, count=5):

@@ -27,8 +27,8 @@ try:
 except ImportError:                     # Windows: fall back to an exclusive-create pid file
     fcntl = None
 
-RUN_FILES = ("last.npz", "best.npz", "history.json", "config.json", "src_tokenizer.json",
-             "tgt_tokenizer.json", "text_tokenizer.json")
+RUN_FILES = ("last.npz", "best.npz", "history.json", "config.json", "results.json",
+             "src_tokenizer.json", "tgt_tokenizer.json", "text_tokenizer.json")
 
 
 class RunFolder:
