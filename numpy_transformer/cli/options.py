@@ -87,10 +87,17 @@ def add_model_options(p, encoder_decoder):
                    help="share the (target) embedding with the output projection")
 
 
-def add_training_options(p):
+def add_training_options(p, token_batches=False, keep_last=False):
+    """token_batches: also --batch-tokens (pairs of a seq2seq run); keep_last: --keep-last
+    (the command's settings must then name batch_tokens / keep_last)."""
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=positive_int, help="optimizer updates")
     g.add_argument("--batch-size", type=positive_int, help="sequences per batch")
+    if token_batches:
+        g.add_argument("--batch-tokens", type=positive_int, metavar="N",
+                       help="instead of --batch-size pairs: batches of pairs of similar "
+                       "length, up to N tokens in the source and in the target arrays "
+                       "(rows x longest, padding included)")
     g.add_argument("--lr", type=positive_float, help="peak learning rate (Adam)")
     g.add_argument("--warmup", type=nonnegative_int,
                    help="linear warm-up steps (default: the task's, at most --steps / 10)")
@@ -105,6 +112,10 @@ def add_training_options(p):
     g.add_argument("--eval-every", type=nonnegative_int, help="evaluate every N steps")
     g.add_argument("--checkpoint-every", type=nonnegative_int,
                    help="write OUT/last.npz every N steps")
+    if keep_last:
+        g.add_argument("--keep-last", type=nonnegative_int, metavar="K",
+                       help="also keep OUT/step-<N>.npz of the last K checkpoints (to average "
+                       "them: python -m numpy_transformer average OUT/step-*.npz --out AVG)")
     g.add_argument("--log-every", type=nonnegative_int,
                    help="without a progress bar, print a line every N steps")
     g.add_argument("--out", help="the run folder: checkpoints, tokenizers, history.json, "

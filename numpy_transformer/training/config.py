@@ -29,6 +29,8 @@ class TrainConfig:
     checkpoint_every: int = 500       # write last.npz every N steps (0: only at the end)
     log_every: int = 100              # without a progress bar, print a line every N steps (0: never)
     batch_size: int = 64              # sequences per batch (the data stream's)
+    batch_tokens: int = None          # or: pairs of similar length within N tokens (the stream's)
+    keep_last: int = 0                # also keep step-<N>.npz of the last K checkpoints (0: none)
     seed: int = 0                     # seed of the data order and of dropout
     progress: bool = None             # progress bar: None = only on a terminal / in Jupyter
 
@@ -37,7 +39,10 @@ class TrainConfig:
         check_positive(self.lr, "lr")
         check_choice(self.schedule, "schedule", ("cosine", "noam"))
         check_positive_int(self.batch_size, "batch_size")
-        for name in ("warmup", "eval_every", "checkpoint_every", "log_every", "seed"):
+        if self.batch_tokens is not None:
+            check_positive_int(self.batch_tokens, "batch_tokens")
+        for name in ("warmup", "eval_every", "checkpoint_every", "log_every", "seed",
+                     "keep_last"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(message(name, "an integer >= 0", repr(value)))
