@@ -44,10 +44,12 @@ def write_figures(out="figures", *, quick=False, seed=0, log=print):
     if log is not None:
         log(f"training a reverse model for {s['reverse']['steps']} steps for its attention maps")
     model, tok, example = train_reverse(seed=seed, **s["reverse"])
-    from .plotting import ATTENTION_TITLES, attention_maps
+    from .plotting import ATTENTION_AXES, ATTENTION_TITLES, attention_maps
     maps = attention_maps(model, example[0], example[1], tok, tok)
-    for name, (weights, rows, cols) in maps.items():
-        paths.append(plot_attention(weights, rows, cols, ATTENTION_TITLES[name],
+    for name, (weights, queries, keys) in maps.items():
+        rows, columns = ATTENTION_AXES[name]
+        title = f"reverse, {s['reverse']['steps']} steps: {ATTENTION_TITLES[name]}"
+        paths.append(plot_attention(weights, queries, keys, title, rows=rows, columns=columns,
                                     path=path(f"attention_{name}")))
     return paths
 

@@ -34,57 +34,78 @@ def save_figure(fig, path):
     return path
 
 
-def plot_loss(history, path=None):
-    """Training loss per step (and its running mean) with the held-out loss at each evaluation."""
+def _readable_log_ticks(axis):
+    """Plain numbers (0.5, 1, 2, 5) on a log axis instead of matplotlib's 6x10^-1."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0), numticks=20))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def plot_loss(history, path=None, *, title="Loss", unit="token", label_smoothing=0.0):
+    """Training loss per step (and its running mean) with the held-out loss at each evaluation.
+
+    The held-out loss is the plain cross-entropy; with label smoothing eps the training
+    loss is the smoothed one, which cannot go below the entropy of the smoothed target
+    (the legend says so)."""
     fig = new_figure(figsize=(6.4, 4.0))
     ax = fig.subplots()
     steps = [r["step"] for r in history.train]
     losses = [r["loss"] for r in history.train]
-    ax.plot(steps, losses, color="tab:blue", alpha=0.3, linewidth=0.8, label="train (per step)")
+    kind = f"train, label-smoothed (eps = {label_smoothing:g})" if label_smoothing else "train"
+    ax.plot(steps, losses, color="tab:blue", alpha=0.3, linewidth=0.8, label=f"{kind}, per step")
     window = max(1, len(losses) // 50)
     smooth = [sum(losses[max(0, i - window + 1):i + 1]) / len(losses[max(0, i - window + 1):i + 1])
               for i in range(len(losses))]
-    ax.plot(steps, smooth, color="tab:blue", label=f"train (mean of {window})")
+    ax.plot(steps, smooth, color="tab:blue", label=f"{kind}, mean of {window} steps")
     evals = [r for r in history.eval if r.get("loss") is not None]
     if evals:
-        ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-",
-                color="tab:orange", label="held-out")
-    ax.set(xlabel="step", ylabel="loss (nats per token)", title="Loss")
+        ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-", ms=3,
+                color="tab:orange", label="held-out (plain cross-entropy)")
+    ax.set(xlabel="training step", ylabel=f"loss (nats per {unit}, log scale)", title=title)
     if losses and min(losses) > 0:
         ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend()
+        _readable_log_ticks(ax.yaxis)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     return save_figure(fig, path) if path else fig
 
 
-def plot_learning_rate(history, path=None):
+def plot_learning_rate(history, path=None, *, title="Learning-rate schedule"):
     """The learning rate of every step (warm-up, then decay)."""
     fig = new_figure(figsize=(6.4, 3.2))
     ax = fig.subplots()
     ax.plot([r["step"] for r in history.train], [r["lr"] for r in history.train])
-    ax.set(xlabel="step", ylabel="learning rate", title="Learning-rate schedule")
+    ax.set(xlabel="training step", ylabel="learning rate", title=title)
     ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     ax.grid(alpha=0.3)
     return save_figure(fig, path) if path else fig
 
 
-def plot_attention(weights, query_labels, key_labels, title, path=None):
-    """One heat-map per head of attention weights (H, Tq, Tk): row = query, column = key."""
+def plot_attention(weights, query_labels, key_labels, title, path=None, *,
+                   rows="query", columns="key"):
+    """One heat-map per head of attention weights (H, Tq, Tk): row = query, column = key.
+
+    Each row sums to 1 (a softmax over the keys); `rows` and `columns` name the axes."""
     weights = to_numpy(weights)
     H, Tq, Tk = weights.shape
-    cols = min(H, 4)
-    rows = (H + cols - 1) // cols
-    size = 0.28 * max(Tq, Tk) + 1.2
-    fig = new_figure(figsize=(cols * size, rows * size + 0.6))
-    axes = fig.subplots(rows, cols, squeeze=False)
+    cols = min(H, 4 if Tk <= 12 else 2)
+    nrows = (H + cols - 1) // cols
+    width, height = 0.24 * Tk + 1.3, 0.24 * Tq + 1.1        # inches per panel, labels included
+    fig = new_figure(figsize=(cols * width + 1.2, nrows * height + 0.7), layout="constrained")
+    axes = fig.subplots(nrows, cols, squeeze=False)
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.set_axis_off()
             continue
-        ax.imshow(weights[h], vmin=0.0, vmax=1.0, cmap="viridis")
+        image = ax.imshow(weights[h], vmin=0.0, vmax=1.0, cmap="viridis")
         ax.set_title(f"head {h}", fontsize=9)
         ax.set_xticks(range(Tk), key_labels, rotation=90, fontsize=7)
         ax.set_yticks(range(Tq), query_labels, fontsize=7)
+        ax.set_xlabel(columns, fontsize=8)
+        if h % cols == 0:
+            ax.set_ylabel(rows, fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row sums to 1)")
     fig.suptitle(title)
     return save_figure(fig, path) if path else fig
 
@@ -97,7 +118,7 @@ def plot_positional_encoding(d_model, max_len=64, path=None):
     image = ax.imshow(to_numpy(sinusoidal_table(max_len, d_model)), aspect="auto",
                       cmap="RdBu", vmin=-1, vmax=1)
     ax.set(xlabel="dimension i", ylabel="position", title="Sinusoidal positional encoding")
-    fig.colorbar(image, ax=ax)
+    fig.colorbar(image, ax=ax, label="PE value")
     return save_figure(fig, path) if path else fig
 
 
@@ -129,27 +150,39 @@ def attention_maps(model, src_ids, tgt_ids, src_tokenizer, tgt_tokenizer):
             "cross": (dec.cross_attn.attn_weights[0], t, s)}
 
 
-ATTENTION_TITLES = {"encoder_self": "Last encoder block: self-attention",
-           "decoder_self": "Last decoder block: masked self-attention",
-           "cross": "Last decoder block: cross-attention (rows: output, columns: source)"}
+ATTENTION_TITLES = {"encoder_self": "last encoder block, self-attention",
+                    "decoder_self": "last decoder block, masked self-attention",
+                    "cross": "last decoder block, cross-attention"}
+# (rows, columns) of each map: queries are rows, keys are columns.
+ATTENTION_AXES = {"encoder_self": ("source token (query)", "source token (key)"),
+                  "decoder_self": ("decoder input (query)", "decoder input (key)"),
+                  "cross": ("decoder input (query): <bos> + output so far",
+                            "source token (key)")}
 
 
 def save_figures(folder, history, *, model=None, example=None, src_tokenizer=None,
-                 tgt_tokenizer=None, prefix=""):
+                 tgt_tokenizer=None, prefix="", name=None, unit="token", label_smoothing=0.0,
+                 positional=True):
     """Write every figure of a run into `folder`; returns the list of PNG paths.
 
     history: a History (loss and lr curves). model + example (src_ids, tgt_ids)
     + tokenizers: attention maps (encoder-decoder models only). model: the
-    positional-encoding table at its d_model.
+    positional-encoding table at its d_model (unless positional=False). name: the
+    run, named in every title; unit: what the loss is per ("token", "character").
     """
-    path = lambda name: os.path.join(folder, f"{prefix}{name}.png")    # noqa: E731
+    path = lambda figure: os.path.join(folder, f"{prefix}{figure}.png")    # noqa: E731
+    named = lambda what: f"{name}: {what}" if name else what[0].upper() + what[1:]   # noqa: E731
     paths = []
     if history.train:
-        paths += [plot_loss(history, path("loss")), plot_learning_rate(history, path("lr"))]
+        paths += [plot_loss(history, path("loss"), title=named("loss"), unit=unit,
+                            label_smoothing=label_smoothing),
+                  plot_learning_rate(history, path("lr"), title=named("learning rate"))]
     if model is not None and example is not None and hasattr(model, "encoder"):
         maps = attention_maps(model, example[0], example[1], src_tokenizer, tgt_tokenizer)
-        for name, (weights, q, k) in maps.items():
-            paths.append(plot_attention(weights, q, k, ATTENTION_TITLES[name], path(f"attention_{name}")))
-    if model is not None:
+        for kind, (weights, q, k) in maps.items():
+            rows, columns = ATTENTION_AXES[kind]
+            paths.append(plot_attention(weights, q, k, named(ATTENTION_TITLES[kind]),
+                                        path(f"attention_{kind}"), rows=rows, columns=columns))
+    if model is not None and positional:
         paths.append(plot_positional_encoding(model.config.d_model, path=path("positional")))
     return paths

@@ -100,7 +100,7 @@ def run_train_lm(args):
     print("sample:\n" + sample)
     run.write_results(s, trainer, time.perf_counter() - start, held_out=final,
                       held_out_characters=len(val_ids), sample=sample)
-    figures = run.draw_figures(args, s, trainer)
+    figures = run.draw_figures(args, s, trainer, unit="character")
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
                      f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}")
     return 0

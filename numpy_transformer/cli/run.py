@@ -11,6 +11,7 @@ and draws, and the other ranks stop once training is done.
 """
 
 import os
+import sys
 from functools import partial
 
 from ..checkpoint import KINDS, load_checkpoint, run_kind
@@ -136,6 +137,18 @@ def figures_folder(settings):
     return settings.get("figures") or os.path.join(settings["out"], "figures")
 
 
+def run_name(settings):
+    """A short name of the run for figure titles: its task, corpus or text, and folder."""
+    if settings.get("text"):
+        what = f"character LM on {os.path.basename(settings['text'])}"
+    elif settings.get("task"):
+        what = f"{settings['task']} task"
+    else:
+        corpus = settings.get("tsv") or settings.get("src") or ""
+        what = f"translation, {os.path.basename(corpus)}"
+    return f"{what} ({settings['out']})"
+
+
 def draw_figures(args, settings, trainer, **drawing):
     """Draw the run's figures (skipped, with a note, when matplotlib is missing)."""
     from ..plotting import save_figures
@@ -143,6 +156,7 @@ def draw_figures(args, settings, trainer, **drawing):
         return []
     try:
         return save_figures(figures_folder(settings), trainer.history, model=trainer.model,
+                            name=run_name(settings), label_smoothing=settings["label_smoothing"],
                             **drawing)
     except ImportError as err:
         print(f"figures skipped: {err}")
@@ -158,13 +172,13 @@ def write_results(settings, trainer, seconds, **results):
     import json
     import platform
     import shlex
-    import sys
     from .. import __version__
     from ..files import atomic_write
     record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
               "steps": trainer.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(seconds, 1),
               "seconds_per_step": round(seconds / max(1, trainer.step), 4),
+              "peak_memory_mib": peak_memory_mib(),
               "date": datetime.date.today().isoformat(), "version": __version__,
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                           "python": platform.python_version()},
@@ -174,6 +188,16 @@ def write_results(settings, trainer, seconds, **results):
         json.dump(record, f, indent=2, sort_keys=True, default=float)
         f.write("\n")
     return path
+
+
+def peak_memory_mib():
+    """The process's peak resident memory in MiB (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:                      # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)   # bytes / KiB
 
 
 def print_ending(settings, figures, next_command):

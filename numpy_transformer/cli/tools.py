@@ -2,10 +2,15 @@
 
     python -m numpy_transformer gradcheck                 # every layer and model, float64
     python -m numpy_transformer figures --out figures/    # PNG files, under a minute
+    python -m numpy_transformer figures --all             # + the README runs', from runs/
+    python -m numpy_transformer figures --run runs/reverse   # re-draw one run's figures
 """
 
+import os
 import time
 
+from ..errors import InputError
+from ..validation import message
 from .options import add_common, nonnegative_int
 
 
@@ -22,8 +27,18 @@ def add_parsers(commands):
         "figures", help="draw the key figures of the lessons as PNG files",
         description="Write the lessons' key figures (positional encoding, masks, gradient "
         "norms through depth, KV-cache bytes, the Noam schedule, attention maps of a briefly "
-        "trained reverse model) as PNG files.")
-    p.add_argument("--out", default="figures", help="folder for the PNG files (default figures/)")
+        "trained reverse model) as PNG files. With --all, also re-draw the figures of the "
+        "README's runs from their run folders and write their JSON summaries (every figure "
+        "the repository commits); with --run, re-draw one run's figures.")
+    p.add_argument("--out", help="folder for the PNG files (default figures/, or RUN/figures "
+                   "with --run)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--all", action="store_true",
+                      help="also the README runs' figures and summaries, from --runs")
+    what.add_argument("--run", metavar="DIR", dest="run_dir",
+                      help="only re-draw the figures of the run in DIR (from its files)")
+    p.add_argument("--runs", default="runs", metavar="DIR", dest="runs_dir",
+                   help="folder holding the README runs' folders, for --all (default runs/)")
     p.add_argument("--quick", action="store_true",
                    help="smaller, faster versions (a few seconds; for tests)")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -39,8 +54,17 @@ def run_gradcheck(args):
 
 def run_figures(args):
     from ..lesson_figures import write_figures
+    from ..readme_runs import draw_run, write_all
     start = time.perf_counter()
-    paths = write_figures(args.out, quick=args.quick, seed=args.seed)
+    if args.run_dir:
+        if not os.path.isfile(os.path.join(args.run_dir, "history.json")):
+            raise InputError(message("--run", "a run folder (with history.json)", args.run_dir))
+        paths = draw_run(args.run_dir, args.out or os.path.join(args.run_dir, "figures"))
+    else:
+        out = args.out or "figures"
+        if args.all:
+            paths = write_all(out, args.runs_dir)
+        paths = write_figures(out, quick=args.quick, seed=args.seed) + (paths if args.all else [])
     print(f"{len(paths)} figures in {time.perf_counter() - start:.0f} s:")
     for path in paths:
         print(f"  {path}")

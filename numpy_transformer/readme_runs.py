@@ -1,0 +1,164 @@
+"""The README's results, re-drawn and summarised from the folders of the runs that made them.
+
+    python -m numpy_transformer figures --all                 # every committed figure
+    python -m numpy_transformer figures --run runs/reverse    # one run's figures, re-drawn
+
+README_RUNS lists the runs whose numbers the README quotes: the command that
+makes each, and the folder it writes. For each, `figures --all` reads that
+folder (history.json, config.json, results.json, best.npz, and the files that
+`evaluate --json` wrote into it), draws the run's figures into
+figures/<name>_*.png and writes figures/<name>.json: the results, the command,
+and `claims`, the phrases the README prints. tests/test_readme_results.py checks
+that every claim is in the README and that the claims follow from the results,
+so a README number cannot drift from the run it came from.
+"""
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+
+from .errors import InputError
+from .files import atomic_write
+
+
+def _data_commands(dataset):
+    """The commands `data DATASET --out data` prints (the README's)."""
+    from .data.download import DATASETS
+    files = DATASETS[dataset].files
+    return DATASETS[dataset].commands({f.path: f"data/{f.path}" for f in files})
+
+
+@dataclass(frozen=True)
+class ReadmeRun:
+    name: str          # figures/<name>_*.png and figures/<name>.json
+    folder: str        # the run folder its command writes (under runs/)
+    title: str         # named in every figure title
+    commands: tuple    # what makes the folder: training, then any `evaluate --json`
+
+
+def readme_runs():
+    test = "data/multi30k/tok/test_2016_flickr.lc.norm.tok"
+    return (
+        ReadmeRun("reverse", "reverse", "reverse strings",
+                  ("python -m numpy_transformer train --task reverse",)),
+        ReadmeRun("dates", "dates", "dates to ISO",
+                  ("python -m numpy_transformer train --task dates",)),
+        ReadmeRun("shakespeare_lm", "lm", "tiny Shakespeare, character LM",
+                  (_data_commands("shakespeare")[0],)),
+        ReadmeRun("multi30k", "translation", "Multi30k German -> English",
+                  (_data_commands("multi30k")[0],
+                   f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
+                   f"--src {test}.de --tgt {test}.en --beam 4 --json runs/translation/beam4.json")),
+    )
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise InputError(f"cannot read {path}: {err}") from None
+
+
+def evaluations(folder):
+    """The records `evaluate --json FILE` wrote into the run folder, by file name."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        record = read_json(path)
+        if isinstance(record, dict) and {"scores", "checkpoint", "beam"} <= set(record):
+            found[os.path.basename(path)] = record
+    return found
+
+
+def _duration(seconds):
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def claims(kind, results, evaluated):
+    """The phrases of the README's results table that come from this run's files."""
+    said = [f"{_duration(results['wall_seconds'])} ({results['steps']} steps"]
+    held = results["held_out"]
+    if kind == "lm":
+        said += [f"{held['loss']:.3f} nats per character (perplexity {held['perplexity']:.2f})",
+                 f"{results['parameters'] / 1e6:.1f}M parameters"]
+    elif "test" in results:
+        said += [f"test BLEU {results['test']['bleu']:.1f} greedy",
+                 f"validation perplexity {held['perplexity']:.2f}",
+                 f"{results['parameters'] / 1e6:.1f}M parameters"]
+        said += [f"{e['scores']['bleu']:.1f} beam {e['beam']}"
+                 for e in evaluated.values() if e["beam"] > 1 and "bleu" in e["scores"]]
+    else:
+        said += [f"{100 * held['exact_match']:.1f}% exact match on "
+                 f"{results['held_out_examples']:,} held-out",
+                 f"{results['parameters'] / 1e6:.2f}M parameters"]
+    return said
+
+
+def summarize(run, folder):
+    """figures/<name>.json's content: what the run reached, how, and the README's phrases."""
+    config = read_json(os.path.join(folder, "config.json"))
+    results = read_json(os.path.join(folder, "results.json"))
+    evaluated = evaluations(folder)
+    return {"name": run.name, "title": run.title, "commands": list(run.commands),
+            "command_run": results["command"], "kind": config["kind"],
+            "results": results, "evaluations": evaluated,
+            "claims": claims(config["kind"], results, evaluated)}
+
+
+def draw_run(folder, out, *, prefix="", name=None):
+    """Re-draw a run's figures from its folder (history.json, config.json, best.npz)."""
+    from .checkpoint import load_run
+    from .plotting import save_figures
+    from .training.state import History
+    config = read_json(os.path.join(folder, "config.json"))
+    settings = config["settings"]
+    history = History.load(os.path.join(folder, "history.json"))
+    model, toks, _ = load_run(os.path.join(folder, "best.npz"))
+    drawing = dict(prefix=prefix, name=name or folder, positional=False,
+                   label_smoothing=settings.get("label_smoothing") or 0.0)
+    if config["kind"] == "lm":
+        return save_figures(out, history, unit="character", **drawing)
+    return save_figures(out, history, model=model, example=attention_example(model, settings),
+                        src_tokenizer=toks["src"], tgt_tokenizer=toks["tgt"], **drawing)
+
+
+def attention_example(model, settings):
+    """(source ids, the model's greedy output) of the longest of the first 50 held-out
+    sources, the example `train` draws attention maps of."""
+    from .data.corpus import seq2seq_data
+    from .metrics import decode_batches
+    for key in ("src", "tgt", "val_src", "val_tgt", "tsv"):
+        if settings.get(key) and not os.path.isfile(settings[key]):
+            raise InputError(f"the run's {key.replace('_', '-')} file {settings[key]} is gone; "
+                             f"its held-out example is drawn from it")
+    val = seq2seq_data(settings).val
+    longest = max(range(min(50, len(val))), key=lambda i: len(val[i][0]))
+    src = val[longest][0]
+    return src, decode_batches(model, [src])[0]
+
+
+def write_all(out="figures", runs="runs", log=print):
+    """Every README run's figures and JSON summary into `out`; returns the paths written.
+    InputError naming every missing run folder (and its command) before drawing anything."""
+    todo = [(run, os.path.join(runs, run.folder)) for run in readme_runs()]
+    missing = [(run, folder) for run, folder in todo
+               if not os.path.isfile(os.path.join(folder, "results.json"))]
+    if missing:
+        lines = "; ".join(f"{folder} ({run.title}): " + " && ".join(run.commands)
+                          for run, folder in missing)
+        raise InputError(f"--all: expected a finished run (its results.json) in each folder of "
+                         f"the README's runs; missing: {lines}")
+    paths = []
+    for run, folder in todo:
+        if log is not None:
+            log(f"{run.title}: re-drawing from {folder}")
+        summary = summarize(run, folder)
+        drawn = draw_run(folder, out, prefix=f"{run.name}_", name=run.title)
+        summary["figures"] = [os.path.basename(p) for p in drawn]
+        path = os.path.join(out, f"{run.name}.json")
+        with atomic_write(path, "w", suffix=".json") as f:
+            json.dump(summary, f, indent=2, sort_keys=True)
+            f.write("\n")
+        paths += drawn + [path]
+    return paths

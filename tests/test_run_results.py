@@ -1,0 +1,84 @@
+"""What a finished run leaves to quote: results.json, `evaluate --json`, and `figures --all /
+--run`, which re-draw the README runs' figures and summaries from their run folders (each
+command run as a user types it)."""
+
+import json
+
+import pytest
+
+from doors import error, nt, ok
+
+pytest.importorskip("matplotlib")
+
+QUICK = ["--quick", "--no-figures", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Quick versions of the four README runs, in the folders their commands write."""
+    work = tmp_path_factory.mktemp("readme_runs")
+    words = ["red", "green", "blue", "cat", "dog", "bird", "big", "small"]
+    pairs = [(f"{a} {b}", f"{b} {a}") for a in words for b in words]
+    for name, side in (("src", 0), ("tgt", 1)):
+        (work / f"train.{name}").write_text("\n".join(p[side] for p in pairs) + "\n")
+    (work / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
+    ok(nt("train", "--task", "reverse", *QUICK, cwd=work))
+    ok(nt("train", "--task", "dates", *QUICK, cwd=work))
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, cwd=work))
+    corpus = ["--src", "train.src", "--tgt", "train.tgt", "--test-src", "train.src",
+              "--test-tgt", "train.tgt"]
+    ok(nt("train", *corpus, *QUICK, cwd=work))
+    ok(nt("evaluate", "--checkpoint", "runs/translation/best.npz", "--src", "train.src",
+          "--tgt", "train.tgt", "--beam", "2", "--json", "runs/translation/beam2.json",
+          cwd=work))
+    return work
+
+
+def test_a_finished_run_writes_results_json(runs):
+    results = json.loads((runs / "runs" / "reverse" / "results.json").read_text())
+    assert results["command"] == "python -m numpy_transformer train --task reverse " \
+        "--quick --no-figures --no-progress"
+    assert results["steps"] == 40 and results["parameters"] > 0
+    assert results["wall_seconds"] > 0 and results["seconds_per_step"] > 0
+    assert 0 <= results["held_out"]["exact_match"] <= 1
+    assert "predictions" not in results["held_out"]
+    lm = json.loads((runs / "runs" / "lm" / "results.json").read_text())
+    assert lm["held_out"]["perplexity"] > 1 and lm["held_out_characters"] > 0
+    corpus = json.loads((runs / "runs" / "translation" / "results.json").read_text())
+    assert 0 <= corpus["test"]["bleu"] <= 100 and corpus["test_examples"] == 64
+
+
+def test_evaluate_json_records_the_scores_and_what_was_scored(runs):
+    record = json.loads((runs / "runs" / "translation" / "beam2.json").read_text())
+    assert record["beam"] == 2 and "bleu" in record["scores"]
+    assert record["scored"].startswith("64 sentence pairs of train.src")
+    assert record["command"].endswith("--json runs/translation/beam2.json")
+
+
+def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_path):
+    out = ok(nt("figures", "--all", "--quick", "--out", tmp_path / "figs",
+                "--runs", runs / "runs", cwd=runs))
+    assert "figures in" in out
+    summary = json.loads((tmp_path / "figs" / "multi30k.json").read_text())
+    assert summary["kind"] == "seq2seq"
+    assert any(claim.endswith("beam 2") for claim in summary["claims"])
+    for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2)):
+        summary = json.loads((tmp_path / "figs" / f"{name}.json").read_text())
+        assert len(summary["figures"]) == figures
+        for png in summary["figures"]:
+            assert (tmp_path / "figs" / png).stat().st_size > 1000
+    assert (tmp_path / "figs" / "masks.png").is_file()              # the lessons' too
+
+
+def test_figures_all_names_each_missing_run_and_its_command(tmp_path):
+    first = error(nt("figures", "--all", "--runs", tmp_path, cwd=tmp_path), 2, "--all",
+                  "results.json", "train --task reverse", "train-lm --text")
+    assert "evaluate --checkpoint runs/translation/best.npz" in first
+    assert not (tmp_path / "figures").exists()                      # nothing drawn
+
+
+def test_figures_run_redraws_one_run_into_its_folder(runs):
+    out = ok(nt("figures", "--run", "runs/lm", cwd=runs))
+    assert "2 figures in" in out and (runs / "runs" / "lm" / "figures" / "loss.png").is_file()
+    error(nt("figures", "--run", "runs/none", cwd=runs), 2, "--run", "runs/none")
+    error(nt("figures", "--run", "runs/lm", "--all", cwd=runs), 2, "--all")
