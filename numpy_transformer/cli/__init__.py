@@ -5,6 +5,7 @@
     generate    continue a prompt with a trained GPT                                (lm.py)
     evaluate    score a checkpoint on held-out data                                 (evaluate.py)
     translate   run a trained encoder-decoder on some text                          (evaluate.py)
+    average     average the weights of several checkpoints of one run              (average.py)
     gradcheck   check every layer's backward against finite differences            (tools.py)
     figures     write the key figures (positional encoding, masks, attention maps)  (tools.py)
     data        download tiny Shakespeare or Multi30k, checked against SHA-256      (data.py)
@@ -29,7 +30,7 @@ from .options import Parser
 
 
 def build_parser():
-    from . import assignment, data, evaluate, lessons, lm, tools, train
+    from . import assignment, average, data, evaluate, lessons, lm, tools, train
     parser = Parser(prog="python -m numpy_transformer",
                     description="A NumPy Transformer with hand-written backward passes.")
     parser.add_argument("--version", action="version", version=f"numpy_transformer "
@@ -38,6 +39,7 @@ def build_parser():
     train.add_parser(commands)
     lm.add_parsers(commands)
     evaluate.add_parsers(commands)
+    average.add_parser(commands)
     tools.add_parsers(commands)
     data.add_parsers(commands)
     lessons.add_parsers(commands)

@@ -1,6 +1,7 @@
 """The Trainer's run folder, checkpoints and resuming (a mixin of loop.Trainer).
 
     save_checkpoint(name)   out/<name> + history.json; refuses non-finite weights
+                            (and out/step-<N>.npz of the last `keep_last` saves of last.npz)
     claim_out()             lock `out`, write the tokenizers and config.json
     resume(checkpoint)      continue exactly where a checkpoint left off
 """
@@ -12,7 +13,7 @@ from ..backend import xp
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..errors import InputError
 from ..validation import message
-from .run_folder import RunFolder
+from .run_folder import RunFolder, step_files
 from .state import History, generator_states, load_generator_states
 
 
@@ -43,7 +44,21 @@ class Checkpoints:
         self.history.save(os.path.join(self.out, "history.json"))
         if name == "last.npz":
             self.last_checkpoint = (path, self.step)
+            if self.config.keep_last:
+                self._keep_last(self.config.keep_last)
         return path
+
+    def _keep_last(self, K):
+        """out/step-<step>.npz too; of those, keep the K latest up to this step.
+
+        Files of later steps are left by a run resumed from an earlier checkpoint: like
+        its last.npz, they belong to the future this run rewrites, and go."""
+        save_checkpoint(os.path.join(self.out, f"step-{self.step}.npz"), self.model,
+                        self.optimizer, **self._metadata())
+        saved = step_files(self.out)                    # [(step, path)], by step
+        done = [path for step, path in saved if step <= self.step]
+        for path in done[:-K] + [path for step, path in saved if step > self.step]:
+            os.remove(path)
 
     def claim_out(self):
         """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.

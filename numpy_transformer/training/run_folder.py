@@ -10,13 +10,15 @@ drops the lock with the process), so a second process writing the same folder
 is refused instead of mixing its checkpoints with the first one's. A folder
 that already holds a run (a checkpoint or a history) is refused unless the run
 is resumed from it or `overwrite` is given; with `overwrite` the old run's
-files are deleted first, so no stale best.npz outlives it. Temporary files left
+files are deleted first (RUN_FILES and the step-<N>.npz kept by --keep-last, never
+a file of another name), so no stale best.npz outlives it. Temporary files left
 by a save that was interrupted (`.tmp-*`) are removed.
 """
 
 import glob
 import json
 import os
+import re
 
 from ..validation import message
 from ..errors import InputError
@@ -29,6 +31,14 @@ except ImportError:                     # Windows: fall back to an exclusive-cre
 
 RUN_FILES = ("last.npz", "best.npz", "history.json", "config.json", "results.json",
              "src_tokenizer.json", "tgt_tokenizer.json", "text_tokenizer.json")
+STEP_FILE = re.compile(r"step-(\d+)\.npz")          # step-<N>.npz: TrainConfig.keep_last
+
+
+def step_files(folder):
+    """[(N, path)] of the step-<N>.npz checkpoints in `folder`, by N."""
+    found = [(int(m.group(1)), os.path.join(folder, name))
+             for name in os.listdir(folder) if (m := STEP_FILE.fullmatch(name))]
+    return sorted(found)
 
 
 class RunFolder:
@@ -39,7 +49,8 @@ class RunFolder:
     def holds_run(self):
         """True if the folder has a checkpoint or a history of an earlier run."""
         return any(os.path.exists(os.path.join(self.path, name))
-                   for name in ("last.npz", "best.npz", "history.json"))
+                   for name in ("last.npz", "best.npz", "history.json")) \
+            or bool(step_files(self.path))
 
     def claim(self, *, resuming=False, overwrite=False):
         """Lock the folder for this process and check that no run in it would be lost."""
@@ -57,6 +68,8 @@ class RunFolder:
                 for name in RUN_FILES:
                     if os.path.exists(os.path.join(self.path, name)):
                         os.remove(os.path.join(self.path, name))
+                for _, path in step_files(self.path):
+                    os.remove(path)
             for tmp in glob.glob(os.path.join(self.path, ".tmp-*")):
                 os.remove(tmp)                   # left by a save that was interrupted
         except BaseException:
