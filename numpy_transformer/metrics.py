@@ -63,10 +63,13 @@ def _length_sorted_chunks(seqs, batch_size):
     return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-def decode_batches(model, src_seqs, *, batch_size=256, max_len=None, beam_size=1):
+def decode_batches(model, src_seqs, *, batch_size=256, max_len=None, beam_size=1,
+                   length_penalty=0.6):
     """Outputs (lists of ids, without BOS/EOS) for a list of source id sequences.
 
-    Greedy decoding, or beam search when beam_size > 1; the order of `src_seqs` is kept.
+    Greedy decoding, or beam search when beam_size > 1 (ranked with the length penalty
+    alpha = length_penalty); the order of `src_seqs` is kept. max_len None: each
+    method's default (source length + 10 greedy, + 50 beam, capped by the model).
     """
     from .decoding import greedy_decode, strip_special
     check_positive_int(batch_size, "batch_size")
@@ -77,7 +80,7 @@ def decode_batches(model, src_seqs, *, batch_size=256, max_len=None, beam_size=1
         if beam_size > 1:
             from .decoding import beam_search
             rows = beam_search(model, src, beam_size=beam_size, max_len=max_len,
-                               bos_id=BOS_ID, eos_id=EOS_ID)
+                               length_penalty=length_penalty, bos_id=BOS_ID, eos_id=EOS_ID)
         else:
             ids = greedy_decode(model, src, max_len, bos_id=BOS_ID, eos_id=EOS_ID)  # (B, T)
             rows = strip_special(ids, eos_id=EOS_ID, pad_id=PAD_ID)
@@ -103,13 +106,14 @@ def seq2seq_loss(model, pairs, *, label_smoothing=0.0, batch_size=256):
 
 def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=None,
                      label_smoothing=0.0, batch_size=256, beam_size=1, references=None,
-                     lowercase=False):
+                     lowercase=False, length_penalty=0.6):
     """Scores of `model` on encoded held-out pairs [(src_ids, tgt_ids)].
 
     Returns {"loss", "exact_match", "token_accuracy"} (fractions in [0, 1]), and
     "perplexity" = exp(loss) when the loss is the plain cross-entropy (label_smoothing 0),
     plus "bleu" (0-100) when `bleu` is True, and "predictions" (the decoded id lists,
-    in the order of `pairs`). Decoding is greedy, or beam search with beam_size > 1.
+    in the order of `pairs`). Decoding is greedy, or beam search with beam_size > 1
+    and the length penalty alpha = length_penalty (decode_batches).
 
     BLEU compares the decoded output text with `references`, the reference lines as
     written (one string per pair), the way sacreBLEU does (data.bleu.text_bleu): the
@@ -121,7 +125,7 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
         raise InputError(message("pairs", "at least one held-out (src, tgt) pair", "none"))
     refs = [list(t) for _, t in pairs]
     preds = decode_batches(model, [s for s, _ in pairs], batch_size=batch_size, max_len=max_len,
-                           beam_size=beam_size)
+                           beam_size=beam_size, length_penalty=length_penalty)
     scores = {"loss": seq2seq_loss(model, pairs, label_smoothing=label_smoothing,
                                    batch_size=batch_size),
               "exact_match": sequence_accuracy(preds, refs),

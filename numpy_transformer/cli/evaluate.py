@@ -12,7 +12,7 @@ from ..data import UNK_ID, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError
 from ..metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
-from .options import add_common, nonnegative_int, positive_int
+from .options import add_common, nonnegative_float, nonnegative_int, positive_int
 
 
 def add_parsers(commands):
@@ -28,7 +28,7 @@ def add_parsers(commands):
     p.add_argument("--text", help="a text file (language models: the whole file is scored)")
     p.add_argument("--examples", type=positive_int, default=1000,
                    help="held-out task examples to generate (default 1000)")
-    p.add_argument("--beam", type=positive_int, default=1, help="beam size (default 1: greedy)")
+    add_beam_options(p)
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the examples")
     p.add_argument("--json", metavar="FILE",
                    help="also write the scores, what was scored and the command to FILE")
@@ -39,11 +39,26 @@ def add_parsers(commands):
                             description="Print the model's output for each TEXT.")
     p.add_argument("--checkpoint", required=True, help="a .npz written by train")
     p.add_argument("texts", nargs="+", metavar="TEXT", help="input text(s)")
-    p.add_argument("--beam", type=positive_int, default=1, help="beam size (default 1: greedy)")
+    add_beam_options(p)
     p.add_argument("--max-len", type=positive_int,
-                   help="longest output in tokens (default: input length + 10)")
+                   help="longest output in tokens (default: input length + 10, or + 50 with "
+                   "--beam as in the paper; at most the model's max_len)")
     add_common(p)
     p.set_defaults(run=run_translate)
+
+
+def add_beam_options(p):
+    p.add_argument("--beam", type=positive_int, default=1,
+                   help="beam size (default 1: greedy; the paper uses 4)")
+    p.add_argument("--alpha", "--length-penalty", type=nonnegative_float, default=0.6,
+                   help="beam search's length penalty: hypotheses Y rank by log P(Y) / "
+                   "((5 + |Y|) / 6)^alpha (default 0.6, the paper's; 0: log P(Y), which "
+                   "favours short outputs)")
+
+
+def _check_alpha(args):
+    if args.alpha != 0.6 and args.beam == 1:
+        print("note: --alpha only changes beam search (give --beam 2 or more)")
 
 
 def _encode_all(tok, texts, what, max_len):
@@ -61,7 +76,9 @@ def run_translate(args):
     model, toks, _ = load_run(args.checkpoint, "seq2seq")
     seqs = _encode_all(toks["src"], args.texts, "TEXT", model.config.max_len)
     _warn_unknown([id_ for seq in seqs for id_ in seq], "TEXT", "words or characters")
-    outputs = decode_batches(model, seqs, max_len=args.max_len, beam_size=args.beam)
+    _check_alpha(args)
+    outputs = decode_batches(model, seqs, max_len=args.max_len, beam_size=args.beam,
+                             length_penalty=args.alpha)
     for out in outputs:
         print(toks["tgt"].decode(out))
     return 0
@@ -107,6 +124,7 @@ def run_evaluate(args):
         print(f"{what}: loss {scores['loss']:.4f} nats per character, perplexity "
               f"{scores['perplexity']:.2f}")
         return _write_json(args, what, scores)
+    _check_alpha(args)
     pairs, references, max_len, what = _evaluation_pairs(args, meta, toks)
     keep = [i for i, pair in enumerate(pairs) if fits(pair, model.config.max_len)]
     kept = [pairs[i] for i in keep]
@@ -120,7 +138,7 @@ def run_evaluate(args):
     lowercase = bool((meta.get("settings") or {}).get("lowercase"))
     scores = evaluate_seq2seq(model, kept, tgt_tokenizer=toks["tgt"], bleu=references is not None,
                               max_len=max_len, beam_size=args.beam, references=references,
-                              lowercase=lowercase)          # loss: the plain cross-entropy
+                              lowercase=lowercase, length_penalty=args.alpha)  # plain loss
     scores.pop("predictions")
     print(f"{what}: {format_metrics(scores)}")
     return _write_json(args, what, scores)
@@ -137,6 +155,7 @@ def _write_json(args, what, scores):
         from ..files import atomic_write
         record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
                   "checkpoint": args.checkpoint, "scored": what, "beam": args.beam,
+                  "alpha": args.alpha,
                   "scores": scores, "date": datetime.date.today().isoformat(),
                   "version": __version__}
         with atomic_write(args.json, "w", suffix=".json") as f:

@@ -5,6 +5,14 @@
 
 PAD and BOS are never predicted (their logits are set to -inf). See the
 package's docstring for the shared step and the KV cache.
+
+Beam search follows the paper (section 6.1): beam size 4, length penalty
+alpha = 0.6, at most input length + 50 output tokens (capped by the model's
+max_len, the positional table), and it stops early once every hypothesis of
+every source has its EOS. Greedy search stops once every row has its EOS; its
+limit stays input length + 10, since it also decodes the held-out set at every
+evaluation during training, where a young model that never says EOS would
+otherwise decode 40 more positions per row.
 """
 
 from ..backend import to_numpy, xp
@@ -16,8 +24,11 @@ from ..sizes import check_fits
 from .common import eval_mode, start_cache
 
 
-def _decode_steps(model, src, max_len):
-    """How many tokens to generate at most: max_len, default S + 10 capped by the model."""
+GREEDY_EXTRA, BEAM_EXTRA = 10, 50         # default limits: input length + these many tokens
+
+
+def _decode_steps(model, src, max_len, extra=GREEDY_EXTRA):
+    """How many tokens to generate at most: max_len, default S + extra capped by the model."""
     if not hasattr(model, "encode"):
         raise InputTypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
     vocab = getattr(model.config, "src_vocab_size", None)
@@ -27,19 +38,19 @@ def _decode_steps(model, src, max_len):
         raise InputError(message("src", "2 dimensions (B, S)", f"shape {tuple(src.shape)}"))
     limit = model.config.max_len
     if max_len is None:
-        return min(src.shape[1] + 10, limit)
+        return min(src.shape[1] + extra, limit)
     check_positive_int(max_len, "max_len")
     if max_len > limit:
         raise InputError(message("max_len", f"at most the model's max_len={limit}", max_len))
     return max_len
 
 
-def _src_and_steps(model, src, max_len):
+def _src_and_steps(model, src, max_len, extra=GREEDY_EXTRA):
     """(src on the model's device, steps). A host array's ids are checked before they move:
     check_ids reads the values of host arrays only (a device array's would need a sync)."""
     if not hasattr(src, "dtype"):
         src = xp.asarray(src)                                 # lists of ids
-    steps = _decode_steps(model, src, max_len)
+    steps = _decode_steps(model, src, max_len, extra)
     return xp.asarray(src), steps
 
 
@@ -129,7 +140,9 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     mask are repeated K times, rows b*K .. b*K + K - 1 belong to source b. Each step
     keeps the K best extensions per source (see `_beam_step`) and reorders the
     hypotheses (and their self-attention caches) to follow their parents. Stops when
-    every hypothesis has its EOS, or after max_len tokens (as greedy_decode).
+    every hypothesis has its EOS (early stopping), or after max_len tokens: by
+    default S + 50 (the paper's), capped at config.max_len. length_penalty is the
+    paper's alpha (gnmt_length_penalty); 0 ranks by log P(Y) alone.
     Returns a list of B lists of ints: the best hypothesis by log P(Y) / lp(|Y|),
     without BOS/EOS. beam_size=1 is greedy search.
     """
@@ -137,7 +150,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
             or length_penalty < 0:
         raise InputError(message("length_penalty", "a number >= 0", repr(length_penalty)))
-    src, steps = _src_and_steps(model, src, max_len)
+    src, steps = _src_and_steps(model, src, max_len, BEAM_EXTRA)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
     _check_beam_memory(model, B * K, src.shape[1], steps)
     with eval_mode(model):
