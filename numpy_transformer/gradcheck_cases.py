@@ -149,16 +149,19 @@ def stack_case(pkg, rng, decoder, norm_first, attention):
     return perturb(pkg.Encoder(**kw), rng), (memory,), {"mask": pad}
 
 
-def transformer_case(pkg, rng, norm_first, attention):
-    """A whole Transformer (2 + 2 blocks, D=8) on ids with source padding."""
-    B, S, T, V_src, V_tgt = 2, 5, 4, 13, 11
+def transformer_case(pkg, rng, norm_first, attention, shared=False):
+    """A whole Transformer (2 + 2 blocks, D=8) on ids with source padding; shared: one
+    vocabulary and one matrix for both embeddings and the output projection."""
+    B, S, T, V_src, V_tgt = 2, 5, 4, 13, 13 if shared else 11
     src = rng.integers(1, V_src, (B, S))
     src[1, 3:] = 0                                     # padding in the source
     tgt = rng.integers(1, V_tgt, (B, T))
     config = pkg.TransformerConfig(V_src, V_tgt, d_model=8, num_heads=2, d_ff=12,
                                    num_encoder_layers=2, num_decoder_layers=2, dropout=0.0,
                                    max_len=16, norm_first=norm_first, attention=attention,
-                                   seed=int(rng.integers(1 << 30)))
+                                   seed=int(rng.integers(1 << 30)),
+                                   **(dict(tie_embeddings=True, share_embeddings=True)
+                                      if shared else {}))
     return perturb(pkg.build_transformer(config), rng), (src, tgt), {}
 
 
@@ -278,6 +281,9 @@ MODEL_CASES = [
     *[Case(f"Transformer ({'pre' if pre else 'post'}-norm, {attention})", "", seed=50 + i,
            **MODEL, build=lambda pkg, rng, p=pre, a=attention: transformer_case(pkg, rng, p, a))
       for i, (pre, attention) in enumerate(VARIANTS)],
+    Case("Transformer (pre-norm, mha, one matrix: source and target embeddings and output "
+         "projection)", "", seed=54, **MODEL,
+         build=lambda pkg, rng: transformer_case(pkg, rng, True, "mha", shared=True)),
     *[Case(f"GPT ({'pre' if pre else 'post'}-norm, {attention})", "", seed=55 + i,
            **MODEL, build=lambda pkg, rng, p=pre, a=attention: gpt_case(pkg, rng, p, a))
       for i, (pre, attention) in enumerate(VARIANTS)],

@@ -24,6 +24,8 @@ def matrix_parameters(config):
     if hasattr(config, "vocab_size"):                       # GPTConfig
         return int(config.vocab_size) * D + int(config.num_layers) * block
     embeddings = (int(config.src_vocab_size) + int(config.tgt_vocab_size)) * D
+    if getattr(config, "share_embeddings", False):          # one matrix for both
+        embeddings = int(config.src_vocab_size) * D
     return embeddings + int(config.num_encoder_layers) * block \
         + int(config.num_decoder_layers) * (block + 2 * D * D)   # + cross-attention
 

@@ -10,6 +10,7 @@
 
 from .batching import Batch, batches, encode_pairs, lm_batch, lm_batches, make_batch
 from .bleu import bleu_statistics, corpus_bleu
+from .bpe import BPETokenizer
 from .dates import DATE_FORMATS, format_date
 from .loaders import load_parallel, load_text, load_tsv, read_lines, split_text
 from .tasks import TASKS, AdditionTask, DatesTask, SequenceTask, Task, get_task, is_held_out
@@ -18,7 +19,7 @@ from .tokenizers import (BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, CharTok
 
 __all__ = [
     "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "SPECIAL_TOKENS",
-    "Tokenizer", "CharTokenizer", "WordTokenizer",
+    "Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer",
     "Batch", "make_batch", "batches", "encode_pairs", "lm_batch", "lm_batches",
     "TASKS", "Task", "SequenceTask", "AdditionTask", "DatesTask", "get_task", "is_held_out",
     "DATE_FORMATS", "format_date",

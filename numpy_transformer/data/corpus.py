@@ -4,6 +4,11 @@
     data.task or data.train; data.val; data.test; data.dropped
     tok, train_ids, val_ids = text_data(settings)                 # text, max_len, ...
 
+A corpus is tokenised by words, or by byte-pair encoding with s["bpe"] merges
+(data/bpe.py); s["joint_vocab"] fits one tokenizer on both sides, which
+s["share_embeddings"] (one matrix for both embeddings and the output) requires.
+A resumed run passes its saved tokenizers instead of fitting new ones.
+
 `settings` is a dict of the run's settings, named as the fields of the
 configurations (`max_len` is TransformerConfig.max_len, the longest sequence the
 model handles, in tokens). A pair whose source or target (with <bos>) is
@@ -18,6 +23,7 @@ import numpy as np
 from ..validation import message
 from ..errors import InputError
 from .batching import encode_pairs
+from .bpe import BPETokenizer
 from .loaders import load_parallel, load_text, load_tsv, split_text
 from .tasks import get_task
 from .tokenizers import CharTokenizer, WordTokenizer
@@ -70,6 +76,11 @@ def read_pairs(src, tgt, tsv, what, options=("--src", "--tgt", "--tsv")):
 
 
 def task_data(s):
+    for key, why in (("bpe", "a task has its own character vocabulary"),
+                     ("joint_vocab", "a task's source and target already share one")):
+        if s.get(key):
+            raise InputError(message(f"--{key.replace('_', '-')}", "a corpus (--src/--tgt or "
+                                     "--tsv)", f"--task {s['task']} ({why})"))
     task = get_task(s["task"])
     tok = task.tokenizer()
     if task.max_src_len > s["max_len"] or task.max_tgt_len + 1 > s["max_len"]:
@@ -80,8 +91,31 @@ def task_data(s):
     return Seq2SeqData(task.name, task, None, tok, tok, val, None, task.max_tgt_len + 2, False)
 
 
-def corpus_data(s):
-    """A parallel corpus: word tokenizers fitted on the training side, held-out splits."""
+def make_tokenizers(s, train):
+    """(source, target) tokenizers fitted on the training pairs: words, or BPE with s["bpe"]
+    merges; with s["joint_vocab"] one tokenizer, fitted on both sides, serves both."""
+    opts = dict(lowercase=bool(s.get("lowercase")), min_freq=s.get("min_freq") or 1)
+    kind = WordTokenizer
+    if s.get("bpe"):
+        kind, opts = BPETokenizer, {**opts, "num_merges": s["bpe"]}
+    if s.get("joint_vocab"):
+        tok = kind.from_texts([a for a, _ in train] + [b for _, b in train], **opts)
+        return tok, tok
+    return (kind.from_texts([a for a, _ in train], **opts),
+            kind.from_texts([b for _, b in train], **opts))
+
+
+def check_shared(s, src_tok, tgt_tok):
+    """s["share_embeddings"] needs one vocabulary: the same symbols at the same ids."""
+    if s.get("share_embeddings") and src_tok.symbols != tgt_tok.symbols:
+        raise InputError(message("--share-embeddings", "one vocabulary for both sides (add "
+                                 "--joint-vocab)", f"separate source and target vocabularies "
+                                 f"({src_tok.vocab_size} and {tgt_tok.vocab_size} tokens)"))
+
+
+def corpus_data(s, tokenizers=None):
+    """A parallel corpus: tokenizers fitted on the training side (or `tokenizers`, (src, tgt),
+    those of a resumed run), held-out splits."""
     if s.get("tsv") and (s.get("src") or s.get("tgt")):
         raise InputError("give either --tsv or --src/--tgt, not both")
     train = read_pairs(s.get("src"), s.get("tgt"), s.get("tsv"), "training data")
@@ -95,9 +129,8 @@ def corpus_data(s):
             raise InputError(message("training data", "at least 10 sentence pairs (to hold "
                                      "some out), or --val-src/--val-tgt", len(train)))
         train, val = train[:-n_val], train[-n_val:]
-    opts = dict(lowercase=bool(s.get("lowercase")), min_freq=s.get("min_freq") or 1)
-    src_tok = WordTokenizer.from_texts([a for a, _ in train], **opts)
-    tgt_tok = WordTokenizer.from_texts([b for _, b in train], **opts)
+    src_tok, tgt_tok = tokenizers or make_tokenizers(s, train)
+    check_shared(s, src_tok, tgt_tok)
     dropped, splits, refs = {}, {}, {}
     for split, pairs in (("training", train), ("validation", val[:s["eval_examples"]]),
                          ("test", test or [])):
@@ -111,12 +144,13 @@ def corpus_data(s):
                        refs["validation"], refs["test"] or None)
 
 
-def seq2seq_data(s):
-    """Seq2SeqData of a task (s["task"]) or a corpus (s["src"]/s["tgt"] or s["tsv"])."""
+def seq2seq_data(s, tokenizers=None):
+    """Seq2SeqData of a task (s["task"]) or a corpus (s["src"]/s["tgt"] or s["tsv"]);
+    `tokenizers` (src, tgt): a resumed corpus run's own, used instead of fitting new ones."""
     corpus = any(s.get(k) for k in ("src", "tgt", "tsv"))
     if s.get("task") and corpus:
         raise InputError("give either --task or a corpus (--src/--tgt or --tsv), not both")
-    return corpus_data(s) if corpus else task_data(s)
+    return corpus_data(s, tokenizers) if corpus else task_data(s)
 
 
 def text_data(s):

@@ -16,7 +16,9 @@ string "<pad>" inside a text is just an unknown word.
     tok.encode("hello", add_eos=True)      # [8, 6, 9, 9, 10, 2]
     tok.decode([8, 6, 9, 9, 10, 2, 0, 0])  # "hello" (stops at <eos>)
 
-Tokenizers are saved as JSON (never pickle) so that loading one runs no code.
+Tokenizers are saved as JSON (never pickle) so that loading one runs no code;
+the JSON names the tokenizer's type (CharTokenizer, WordTokenizer, or
+BPETokenizer of data/bpe.py: subwords learned by byte-pair encoding).
 """
 
 import json
@@ -47,6 +49,12 @@ class Tokenizer:
         max_size:  `fit` keeps at most this many learned symbols (the most
                    frequent; ties broken alphabetically); specials not counted.
     """
+
+    kinds = {}      # type name -> subclass: what `from_dict` can rebuild (filled below)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Tokenizer.kinds[cls.__name__] = cls     # a saved tokenizer names its type
 
     def __init__(self, symbols=(), *, lowercase=False, min_freq=1, max_size=None):
         check_positive_int(min_freq, "min_freq")
@@ -199,7 +207,7 @@ class Tokenizer:
         """Rebuild a tokenizer from `to_dict()` output, checking every field."""
         if not isinstance(data, dict):
             raise InputError(message(source, "a JSON object", type(data).__name__))
-        kinds = {k.__name__: k for k in (CharTokenizer, WordTokenizer)}
+        kinds = Tokenizer.kinds
         kind = data.get("type")
         if kind not in kinds:
             raise InputError(message(f"{source}: type", f"one of {tuple(kinds)}", repr(kind)))
@@ -222,9 +230,15 @@ class Tokenizer:
                                          repr(data.get(key, "missing"))))
             settings[key] = data[key]
         try:
-            return kinds[kind](symbols[4:], **settings)
+            return kinds[kind]._rebuild(symbols[4:], settings, data, source)
         except (TypeError, ValueError) as err:
             raise InputError(f"{source}: {err}") from None
+
+    @classmethod
+    def _rebuild(cls, learned, settings, data, source):
+        """The tokenizer of checked `settings` and `learned` symbols; a subclass that saves
+        more than its symbols (BPETokenizer: its merges) reads the rest from `data`."""
+        return cls(learned, **settings)
 
 
 def _is_token_id(value, vocab_size):

@@ -71,6 +71,8 @@ class TransformerConfig:
     attention: str = "mha"           # "mha" multi-head, "mla" multi-head latent attention
     latent_dim: int = None           # L for MLA, 1..D (default D // 4); unused for MHA
     tie_embeddings: bool = False     # share the target embedding with the output projection
+    share_embeddings: bool = False   # also share it with the source embedding: one matrix for
+                                     # all three (needs tie_embeddings and one joint vocabulary)
     pad_id: int = 0                  # padding token id (masked out of attention)
     seed: int = 0                    # seed of the generator that draws the initial weights
 
@@ -78,6 +80,16 @@ class TransformerConfig:
         validate_config(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
                                "d_ff", "num_encoder_layers", "num_decoder_layers", "max_len"),
                         ("src_vocab_size", "tgt_vocab_size"))
+        check_bool(self.share_embeddings, "share_embeddings")
+        if self.share_embeddings and not self.tie_embeddings:
+            raise InputError(message("share_embeddings", "False when tie_embeddings is False "
+                                     "(sharing all three matrices includes the output "
+                                     "projection)", "True"))
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise InputError(message("share_embeddings", "one joint vocabulary (src_vocab_size "
+                                     "== tgt_vocab_size)", f"True with src_vocab_size="
+                                     f"{self.src_vocab_size}, tgt_vocab_size="
+                                     f"{self.tgt_vocab_size}"))
 
     def to_dict(self):
         return asdict(self)

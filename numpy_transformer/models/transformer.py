@@ -35,6 +35,13 @@ def check_output_gradient(model, dout):
                                  f"shape {tuple(getattr(dout, 'shape', ()))}"))
 
 
+def share_weight(module, owner):
+    """Make `module` use `owner`'s weight and gradient arrays (the same objects), so each
+    adds its gradient into one place: the shared matrix gets the sum of their gradients."""
+    module.params["weight"] = owner.params["weight"]
+    module.grads["weight"] = owner.grads["weight"]
+
+
 class Transformer(Module):
     """Encoder-decoder Transformer (Vaswani et al., 2017).
 
@@ -47,6 +54,9 @@ class Transformer(Module):
     embedding; then encoder and source embedding from d memory.
     Token ids are checked once, at each public method (forward, encode, decode,
     decode_step); the private `_encode` / `_decode` trust them.
+    Weight sharing (section 3.4): tie_embeddings gives the output projection the target
+    embedding's matrix, W_out = E_tgt^T; share_embeddings (one joint vocabulary) also makes
+    E_src = E_tgt = E, so dE = dE_src + dE_tgt + dW_out^T, each child adding its part.
     Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: src_embed, tgt_embed, src_pos, tgt_pos, encoder, decoder, output_projection.
     """
@@ -59,6 +69,8 @@ class Transformer(Module):
                      norm_first=c.norm_first, attention=c.attention, latent_dim=c.latent_dim)
         self.src_embed = Embedding(c.src_vocab_size, c.d_model, rng=rng)
         self.tgt_embed = Embedding(c.tgt_vocab_size, c.d_model, rng=rng)
+        if c.share_embeddings:               # with tie_embeddings: one matrix for all three
+            share_weight(self.tgt_embed, self.src_embed)
         self.src_pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         self.tgt_pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         self.encoder = Encoder(c.num_encoder_layers, **stack, rng=rng)
