@@ -68,9 +68,9 @@ def lm_run(work):
 
 # Help, version, the script, usage errors.
 
-COMMANDS = [["train"], ["train-lm"], ["evaluate"], ["translate"], ["generate"], ["gradcheck"],
-            ["figures"], ["data"], ["lessons"], ["assignment"], ["assignment", "make"],
-            ["assignment", "grade"]]
+COMMANDS = [["train"], ["train-lm"], ["evaluate"], ["translate"], ["average"], ["generate"],
+            ["gradcheck"], ["figures"], ["data"], ["lessons"], ["assignment"],
+            ["assignment", "make"], ["assignment", "grade"]]
 
 
 def test_every_command_listed_in_the_help_has_its_own_help():
