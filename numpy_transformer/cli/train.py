@@ -3,12 +3,16 @@
     python -m numpy_transformer train --task reverse          # about a minute, ~100% exact match
     python -m numpy_transformer train --tsv fra.tsv --max-len 14 --steps 8000
     python -m numpy_transformer train --resume runs/reverse/last.npz   # continue any run
+    python -m numpy_transformer train --src train.de --tgt train.en --bpe 8000 --joint-vocab \
+        --share-embeddings                  # subwords, one vocabulary, one embedding matrix
 """
 
+import argparse
 import shlex
 import time
 from functools import partial
 
+from ..checkpoint import load_run
 from ..data.corpus import seq2seq_data
 from ..errors import InputError
 from ..metrics import evaluate_seq2seq, format_metrics
@@ -32,9 +36,9 @@ QUICK = dict(steps=40, warmup=4, eval_every=20, checkpoint_every=20, log_every=1
 SETTINGS = ("task", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt",
             "min_freq", "lowercase", "eval_examples", "d_model", "num_heads", "d_ff",
             "num_layers", "num_encoder_layers", "num_decoder_layers", "max_len", "dropout",
-            "norm_first", "attention", "latent_dim", "tie_embeddings", "steps", "batch_size",
-            "batch_tokens", "keep_last", "lr", "warmup", "schedule", "label_smoothing",
-            "clip_norm", "weight_decay", "seed",
+            "norm_first", "attention", "latent_dim", "tie_embeddings", "share_embeddings",
+            "bpe", "joint_vocab", "steps", "batch_size", "batch_tokens", "keep_last",
+            "lr", "warmup", "schedule", "label_smoothing", "clip_norm", "weight_decay", "seed",
             "eval_every", "checkpoint_every", "log_every", "out", "figures")
 
 
@@ -56,9 +60,19 @@ def add_parser(commands):
     for split in ("val", "test"):
         g.add_argument(f"--{split}-src", help=f"{split} source file")
         g.add_argument(f"--{split}-tgt", help=f"{split} target file")
-    g.add_argument("--min-freq", type=positive_int, help="keep words seen N+ times (default 1)")
+    g.add_argument("--min-freq", type=positive_int, help="keep words seen N+ times (default 1; "
+                   "with --bpe: merge pairs seen N+ times)")
     g.add_argument("--lowercase", action="store_true", default=None, help="lower-case corpora")
     g.add_argument("--eval-examples", type=positive_int, help="held-out examples evaluated")
+    g = p.add_argument_group("vocabulary and weight sharing (corpora)")
+    g.add_argument("--bpe", type=positive_int, metavar="N", help="byte-pair encoding with N "
+                   "merges learned on the training side, instead of whole words")
+    g.add_argument("--joint-vocab", action="store_true", default=None, help="one vocabulary "
+                   "(words, or BPE) fitted on source and target together, used for both")
+    g.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                   help="one matrix for the source embedding, the target embedding and the "
+                   "output projection (needs --joint-vocab or a --task; implies "
+                   "--tie-embeddings)")
     add_model_options(p, encoder_decoder=True)
     add_training_options(p, token_batches=True, keep_last=True)
     add_common(p)
@@ -74,6 +88,8 @@ def _settings(args):
             s["task"] = s["task"] or "reverse"
         for side in ("num_encoder_layers", "num_decoder_layers"):
             s[side] = s[side] or s["num_layers"]
+        if s["share_embeddings"] and s["tie_embeddings"] is None:
+            s["tie_embeddings"] = True         # sharing all three includes the output
         s["out"] = s["out"] or f"runs/{s['task'] or 'translation'}"
     return s, ckpt
 
@@ -82,7 +98,7 @@ def run_train(args):
     start = time.perf_counter()
     run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = _settings(args)
-    data = seq2seq_data(s)
+    data = seq2seq_data(s, _saved_tokenizers(ckpt))
     for split, (dropped, total) in data.dropped.items():
         print(f"note: dropped {dropped} of {total} {split} pairs longer than --max-len "
               f"{s['max_len']} tokens")
@@ -134,6 +150,15 @@ def _stream(data, s):
     except InputError as err:
         raise InputError(option_names(str(err), {"batch_tokens"})) from None
     return stream
+
+
+def _saved_tokenizers(ckpt):
+    """A resumed run's (src, tgt) tokenizers, so that its vocabulary stays the model's (None
+    for a fresh run: they are fitted on the training data)."""
+    if ckpt is None:
+        return None
+    _, toks, _ = load_run(ckpt.path, "seq2seq", option="--resume", ckpt=ckpt)
+    return toks["src"], toks["tgt"]
 
 
 def report(result, data, seconds, model, s):
