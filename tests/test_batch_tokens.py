@@ -132,3 +132,18 @@ def test_the_train_command_prints_how_full_its_batches_are_and_resumes(tmp_path)
     assert "batches of up to 300 tokens: " in out and "resuming at step 6" in out
     error(nt("train", "--task", "reverse", "--quick", "--batch-tokens", "5", "--out", "s",
              cwd=tmp_path), 2, "--batch-tokens: expected at least 11", "got 5")
+
+
+def test_mpiexec_shards_token_batches_by_rows(tmp_path):
+    from test_mpi import ENV, HAVE_MPI4PY, MPIEXEC
+    if MPIEXEC is None or not HAVE_MPI4PY:
+        pytest.skip("MPI is missing: pip install -e '.[mpi]' (mpi4py and MPICH)")
+    import subprocess
+    import sys
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "numpy_transformer",
+                           "train", "--task", "reverse", "--quick", "--steps", "6",
+                           "--batch-tokens", "24", "--no-figures", "--no-progress", "--out",
+                           "r"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=ENV, stdin=subprocess.DEVNULL)
+    out = ok(done)                                  # batches of 2 to 24 rows
+    assert "each takes 1/2 of the rows of every batch" in out and "6 steps in" in out

@@ -105,8 +105,11 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
     on_root(comm, trainer.claim_out)         # without the run folder, no rank may start
     B, N = settings["batch_size"], comm.Get_size()
     share = f"{B // N}" if B % N == 0 else f"{B // N} or {B // N + 1}"
-    print(f"data-parallel on {N} MPI ranks: each takes {share} of the {B} sequences of "
-          f"every batch")
+    if settings.get("batch_tokens"):                # rows vary: a rank may get none
+        print(f"data-parallel on {N} MPI ranks: each takes 1/{N} of the rows of every batch")
+    else:
+        print(f"data-parallel on {N} MPI ranks: each takes {share} of the {B} sequences of "
+              f"every batch")
     return trainer
 
 
