@@ -25,6 +25,8 @@ from ..training.signals import EXIT_STATUS
 from .options import config_from
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every")
+# Settings added after 0.1.0's first checkpoints: absent from those, where they were off.
+NEWER = ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings")
 FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 
@@ -56,6 +58,8 @@ def _resumed_settings(args, kind, names, explicit):
                                  f"continue it with: python -m numpy_transformer "
                                  f"{COMMANDS[found]} --resume {args.resume}"))
     saved = ckpt.metadata.get("settings")
+    if isinstance(saved, dict):
+        saved = {**dict.fromkeys(n for n in NEWER if n in names), **saved}
     if not isinstance(saved, dict) or not set(names) <= set(saved):
         raise InputError(message("--resume", f"a checkpoint written by `{COMMANDS[kind]}` of "
                                  f"this version", f"{args.resume} (its saved settings are "
