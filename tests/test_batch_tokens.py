@@ -160,4 +160,6 @@ def test_a_checkpoint_written_before_these_settings_existed_still_resumes(tmp_pa
           "--no-progress", "--out", "r", cwd=tmp_path))
     _rewrite(tmp_path / "r" / "last.npz", tmp_path / "r" / "old.npz", older)
     assert "6 steps in" in ok(nt("train", "--resume", "r/old.npz", "--steps", "6",
-                                 "--no-figures", "--no-progress", cwd=tmp_path))
+                                 "--keep-last", "1", "--no-figures", "--no-progress",
+                                 cwd=tmp_path))
+    assert [p.name for p in (tmp_path / "r").glob("step-*")] == ["step-6.npz"]   # resumable
