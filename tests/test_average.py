@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from doors import error, nt, ok
 
+from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.checkpoint import load_checkpoint, load_run
 from numpy_transformer.checkpoint.average import average_checkpoints, save_average
 from numpy_transformer.data import encode_pairs, get_task
@@ -58,12 +59,12 @@ def test_the_average_is_the_mean_of_the_weights_in_their_dtype(tmp_path):
     models = [build_transformer(TransformerConfig(**config)) for _ in range(3)]
     for i, m in enumerate(models):
         for _, p, _ in m.named_parameters():            # three points of one run
-            p += np.random.default_rng(i).normal(0, 0.1, p.shape).astype(p.dtype)
+            p += xp.asarray(np.random.default_rng(i).normal(0, 0.1, p.shape), dtype=p.dtype)
         save_checkpoint(tmp_path / f"m{i}.npz", m, step=10 * i, kind="seq2seq",
                         tokenizers={"src": tok.to_dict(), "tgt": tok.to_dict()})
     model, _ = average_checkpoints([tmp_path / f"m{i}.npz" for i in range(3)])
     for name, p, _ in model.named_parameters():
-        expected = np.mean([dict((n, q) for n, q, _ in m.named_parameters())[name]
+        expected = np.mean([to_numpy(dict((n, q) for n, q, _ in m.named_parameters())[name])
                             for m in models], axis=0)
         assert p.dtype == np.float32
         np.testing.assert_allclose(p, expected, rtol=1e-6, atol=1e-7, err_msg=name)
@@ -132,3 +133,13 @@ def test_step_files_count_as_a_run_and_overwrite_removes_them_but_no_other_file(
     assert not list(folder.glob("step-[0-9]*.npz"))
     assert (folder / "avg.npz").read_bytes() == (folder / "step-x.npz").read_bytes() == \
         b"the user's"
+
+
+def test_an_averaged_language_model_generates(tmp_path):
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--steps", "8", "--out", "lm",
+          cwd=tmp_path))
+    out = ok(nt("average", "lm/last.npz", "lm/best.npz", "--out", "avg.npz", cwd=tmp_path))
+    assert "next:  python -m numpy_transformer generate --checkpoint avg.npz" in out
+    assert ok(nt("generate", "--checkpoint", "avg.npz", "--prompt", "to", "--max-new-tokens",
+                 "10", cwd=tmp_path)).startswith("to")

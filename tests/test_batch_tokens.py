@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from doors import error, nt, ok
 
+from numpy_transformer.backend import get_backend, to_numpy
 from numpy_transformer.data import encode_pairs, get_task
 from numpy_transformer.models import TransformerConfig, build_transformer
 from numpy_transformer.training import PairStream, TrainConfig, Trainer
@@ -25,7 +26,7 @@ def corpus(n=300, seed=0):
 
 def sources(stream, count):
     """The next `count` batches' source arrays, as lists (comparable, JSON-able)."""
-    return [np.asarray(stream.next_batch()[0][0]).tolist() for _ in range(count)]
+    return [to_numpy(stream.next_batch()[0][0]).tolist() for _ in range(count)]
 
 
 def test_chunks_cover_every_pair_once_within_the_budget_and_pad_little():
@@ -93,7 +94,7 @@ def recording_trainer(out, steps=8, batch_tokens=30, dropout=0.1):
 
     def next_batch():
         batch = draw()
-        seen.append(np.asarray(batch[0][0]).tolist())
+        seen.append(to_numpy(batch[0][0]).tolist())
         return batch
     stream.next_batch = next_batch
     config = TrainConfig(steps=steps, warmup=2, eval_every=0, checkpoint_every=2, keep_last=2,
@@ -102,6 +103,11 @@ def recording_trainer(out, steps=8, batch_tokens=30, dropout=0.1):
                    tokenizers={"src": tok, "tgt": tok}), seen
 
 
+ON_NUMPY = pytest.mark.skipif(get_backend() != "numpy", reason="data-parallel training runs "
+                              "on the NumPy backend only (test_mpi.py)")
+
+
+@ON_NUMPY
 def test_data_parallel_ranks_equal_one_process_even_with_fewer_rows_than_ranks(float64):
     from numpy_transformer.training.distributed import DataParallelTrainer
     from numpy_transformer.training.thread_ranks import run_ranks
@@ -112,7 +118,7 @@ def test_data_parallel_ranks_equal_one_process_even_with_fewer_rows_than_ranks(f
             trainer = DataParallelTrainer(trainer.model, trainer.stream, trainer.config,
                                           comm=comm, log=None)
         trainer.fit()
-        return seen, {n: p.copy() for n, p, _ in trainer.model.named_parameters()}
+        return seen, {n: to_numpy(p).copy() for n, p, _ in trainer.model.named_parameters()}
 
     seen, weights = run()
     assert min(len(b) for b in seen) < 3                       # a rank gets no row
@@ -134,6 +140,7 @@ def test_the_train_command_prints_how_full_its_batches_are_and_resumes(tmp_path)
              cwd=tmp_path), 2, "--batch-tokens: expected at least 11", "got 5")
 
 
+@ON_NUMPY
 def test_mpiexec_shards_token_batches_by_rows(tmp_path):
     from test_mpi import ENV, HAVE_MPI4PY, MPIEXEC
     if MPIEXEC is None or not HAVE_MPI4PY:
