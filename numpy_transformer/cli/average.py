@@ -51,7 +51,7 @@ def run_average(args):
     paths = _expand(args.checkpoints)
     meta = save_average(paths, args.out, overwrite=args.overwrite)
     steps = [s for s in meta["averaged_steps"] if s is not None]
-    at = f" (steps {', '.join(map(str, sorted(steps)))})" if steps else ""
+    at = f" (step{'s' * (len(steps) > 1)} {', '.join(map(str, sorted(steps)))})" if steps else ""
     print(f"averaged {len(paths)} checkpoint{'s' * (len(paths) > 1)}{at} into {args.out}")
     use = "generate" if meta.get("kind") == "lm" else "evaluate"
     print(f"next:  python -m numpy_transformer {use} --checkpoint {shlex.quote(args.out)}")
