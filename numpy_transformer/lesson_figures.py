@@ -23,6 +23,10 @@ import numpy as np
 
 from .plotting import save_figure, new_figure, plot_attention, plot_positional_encoding
 
+FIGURES = ("positional_encoding.png", "masks.png", "gradient_norms_depth.png",
+           "kv_cache_bytes.png", "noam_schedule.png", "attention_encoder_self.png",
+           "attention_decoder_self.png", "attention_cross.png")
+
 # Full-size and --quick settings of the figures that cost time.
 FULL = dict(depth=24, depth_seeds=3, schedule_steps=20000, kv_points=64,
             reverse=dict(steps=600, d_model=64, heads=4, d_ff=256, layers=2, batch_size=64))

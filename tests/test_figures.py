@@ -29,6 +29,7 @@ def test_figures_command_writes_every_png(tmp_path):
     assert "8 figures in" in done.stdout
     check_pngs(out)
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{name}.png" for name in NAMES)
+    assert sorted(figures.FIGURES) == sorted(f"{name}.png" for name in NAMES)
 
 
 def test_figure_helpers_return_figures_without_a_path():

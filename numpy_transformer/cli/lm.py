@@ -31,8 +31,8 @@ LM_QUICK = dict(steps=30, warmup=3, eval_every=15, checkpoint_every=15, log_ever
 LM_SETTINGS = ("text", "eval_batches", "d_model", "num_heads", "d_ff", "num_layers", "max_len",
                "dropout", "norm_first", "attention", "latent_dim", "tie_embeddings", "steps",
                "batch_size", "lr", "warmup", "schedule", "label_smoothing", "clip_norm",
-               "weight_decay", "seed", "eval_every", "checkpoint_every", "log_every", "out",
-               "figures")
+               "weight_decay", "keep_last", "seed", "eval_every", "checkpoint_every",
+               "log_every", "out", "figures")
 
 
 def add_parsers(commands):
@@ -47,7 +47,7 @@ def add_parsers(commands):
     p.add_argument("--eval-batches", type=positive_int,
                    help="held-out batches per periodic evaluation (the final one uses all)")
     add_model_options(p, encoder_decoder=False)
-    add_training_options(p)
+    add_training_options(p, keep_last=True)
     add_common(p)
     p.set_defaults(run=run_train_lm)
 
