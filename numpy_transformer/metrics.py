@@ -106,7 +106,7 @@ def seq2seq_loss(model, pairs, *, label_smoothing=0.0, batch_size=256):
 
 def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=None,
                      label_smoothing=0.0, batch_size=256, beam_size=1, references=None,
-                     lowercase=False, length_penalty=0.6):
+                     lowercase=False, length_penalty=0.6, bleu_tokenize="13a"):
     """Scores of `model` on encoded held-out pairs [(src_ids, tgt_ids)].
 
     Returns {"loss", "exact_match", "token_accuracy"} (fractions in [0, 1]), and
@@ -136,7 +136,7 @@ def evaluate_seq2seq(model, pairs, *, tgt_tokenizer=None, bleu=False, max_len=No
         if references is None:
             references = [tgt_tokenizer.decode(r) for r in refs]
         scores["bleu"] = text_bleu([tgt_tokenizer.decode(p) for p in preds], references,
-                                   lowercase=lowercase)
+                                   lowercase=lowercase, tokenize=bleu_tokenize)
     scores["predictions"] = preds
     return scores
 

@@ -48,8 +48,10 @@ def readme_runs():
                   (_data_commands("shakespeare")[0],)),
         ReadmeRun("multi30k", "translation", "Multi30k German -> English",
                   (_data_commands("multi30k")[0],
-                   f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
-                   f"--src {test}.de --tgt {test}.en --beam 4 --json runs/translation/beam4.json")),
+                   *(f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
+                     f"--src {test}.de --tgt {test}.en --bleu-tokenize none {beam}--json "
+                     f"runs/translation/{name}.json"
+                     for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))))),
     )
 
 
@@ -75,6 +77,10 @@ def _duration(seconds):
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
+def _decoding(beam):
+    return "greedy" if beam == 1 else f"beam {beam}"
+
+
 def claims(kind, results, evaluated):
     """The phrases of the README's results table that come from this run's files."""
     said = [f"{_duration(results['wall_seconds'])} ({results['steps']} steps"]
@@ -83,15 +89,17 @@ def claims(kind, results, evaluated):
         said += [f"{held['loss']:.3f} nats per character (perplexity {held['perplexity']:.2f})",
                  f"{results['parameters'] / 1e6:.1f}M parameters"]
     elif "test" in results:
-        said += [f"test BLEU {results['test']['bleu']:.1f} greedy",
+        said += [f"{results['test']['bleu']:.1f} with sacreBLEU's default 13a tokenisation",
                  f"validation perplexity {held['perplexity']:.2f}",
                  f"{results['parameters'] / 1e6:.1f}M parameters"]
-        said += [f"{e['scores']['bleu']:.1f} beam {e['beam']}"
-                 for e in evaluated.values() if e["beam"] > 1 and "bleu" in e["scores"]]
+        said += [f"{e['scores']['bleu']:.1f} {_decoding(e['beam'])}"
+                 for e in evaluated.values() if "bleu" in e["scores"]]
     else:
         said += [f"{100 * held['exact_match']:.1f}% exact match on "
                  f"{results['held_out_examples']:,} held-out",
                  f"{results['parameters'] / 1e6:.2f}M parameters"]
+    if results.get("peak_memory_mib"):
+        said.append(f"peak memory {results['peak_memory_mib']:.0f} MiB")
     return said
 
 

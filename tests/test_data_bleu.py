@@ -125,3 +125,26 @@ def test_text_bleu_equals_sacrebleu_on_text(lowercase):
     for h, r in ((["a x b y c"], ["a b c d e"]), (["x y"], ["a b"]), (["a b c"], ["a b c"])):
         assert text_bleu(h, r, use_sacrebleu=False) == pytest.approx(
             sacrebleu.corpus_bleu(h, [r]).score, abs=1e-9)
+
+
+@pytest.mark.parametrize("tokenize", ["13a", "none"])
+def test_text_bleu_tokenize_option_equals_sacrebleu(tokenize):
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from numpy_transformer.data.bleu import text_bleu
+    hyps, refs = _text_corpus()
+    ours = text_bleu(hyps, refs, tokenize=tokenize, use_sacrebleu=False)
+    assert ours == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], tokenize=tokenize).score,
+                                 abs=1e-9)
+    assert text_bleu(hyps, refs, tokenize=tokenize) == pytest.approx(ours, abs=1e-9)
+
+
+def test_tokenize_none_splits_at_whitespace_only():
+    from numpy_transformer.data.bleu import text_bleu
+    refs = ["a man &apos;s dog runs ."]
+    assert text_bleu(["a man &apos;s dog runs ."], refs, tokenize="none",
+                     use_sacrebleu=False) == pytest.approx(100.0)
+    # 13a splits "&apos;s" and "." off: the same output against "runs." differs only there
+    assert text_bleu(["a man &apos;s dog runs."], refs, tokenize="none", use_sacrebleu=False) \
+        < text_bleu(["a man &apos;s dog runs."], refs, tokenize="13a", use_sacrebleu=False)
+    with pytest.raises(Exception, match="tokenize"):
+        text_bleu(["a"], ["a"], tokenize="intl")

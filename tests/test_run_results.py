@@ -29,7 +29,8 @@ def runs(tmp_path_factory):
               "--test-tgt", "train.tgt"]
     ok(nt("train", *corpus, *QUICK, cwd=work))
     ok(nt("evaluate", "--checkpoint", "runs/translation/best.npz", "--src", "train.src",
-          "--tgt", "train.tgt", "--beam", "2", "--json", "runs/translation/beam2.json",
+          "--tgt", "train.tgt", "--beam", "2", "--bleu-tokenize", "none", "--json",
+          "runs/translation/beam2.json",
           cwd=work))
     return work
 
@@ -51,8 +52,23 @@ def test_a_finished_run_writes_results_json(runs):
 def test_evaluate_json_records_the_scores_and_what_was_scored(runs):
     record = json.loads((runs / "runs" / "translation" / "beam2.json").read_text())
     assert record["beam"] == 2 and "bleu" in record["scores"]
+    assert record["bleu_tokenize"] == "none" and record["alpha"] == 0.6
     assert record["scored"].startswith("64 sentence pairs of train.src")
     assert record["command"].endswith("--json runs/translation/beam2.json")
+
+
+def test_bleu_tokenize_is_a_setting_of_train_and_evaluate(runs):
+    out = ok(nt("train", "--src", "train.src", "--tgt", "train.tgt", "--bleu-tokenize", "none",
+                *QUICK, "--out", "runs/none", cwd=runs))
+    assert "bleu" in out
+    config = json.loads((runs / "runs" / "none" / "config.json").read_text())
+    assert config["settings"]["bleu_tokenize"] == "none"
+    out = ok(nt("evaluate", "--checkpoint", "runs/none/best.npz", "--src", "train.src",
+                "--tgt", "train.tgt", cwd=runs))
+    assert "(BLEU tokenize=none)" in out                          # the run's setting
+    done = nt("evaluate", "--checkpoint", "runs/none/best.npz", "--bleu-tokenize", "intl",
+              cwd=runs)
+    assert done.returncode == 2 and "--bleu-tokenize" in done.stderr
 
 
 def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_path):
@@ -80,5 +96,5 @@ def test_figures_all_names_each_missing_run_and_its_command(tmp_path):
 def test_figures_run_redraws_one_run_into_its_folder(runs):
     out = ok(nt("figures", "--run", "runs/lm", cwd=runs))
     assert "2 figures in" in out and (runs / "runs" / "lm" / "figures" / "loss.png").is_file()
-    error(nt("figures", "--run", "runs/none", cwd=runs), 2, "--run", "runs/none")
+    error(nt("figures", "--run", "runs/missing", cwd=runs), 2, "--run", "runs/missing")
     error(nt("figures", "--run", "runs/lm", "--all", cwd=runs), 2, "--all")

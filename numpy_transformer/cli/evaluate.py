@@ -30,6 +30,10 @@ def add_parsers(commands):
                    help="held-out task examples to generate (default 1000)")
     add_beam_options(p)
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the examples")
+    p.add_argument("--bleu-tokenize", choices=("13a", "none"),
+                   help="how BLEU splits output and references: 13a (sacreBLEU's default) or "
+                   "none (at whitespace, for tokenised references); default: the run's setting, "
+                   "else 13a")
     p.add_argument("--json", metavar="FILE",
                    help="also write the scores, what was scored and the command to FILE")
     add_common(p)
@@ -138,13 +142,20 @@ def run_evaluate(args):
     lowercase = bool((meta.get("settings") or {}).get("lowercase"))
     scores = evaluate_seq2seq(model, kept, tgt_tokenizer=toks["tgt"], bleu=references is not None,
                               max_len=max_len, beam_size=args.beam, references=references,
-                              lowercase=lowercase, length_penalty=args.alpha)  # plain loss
+                              lowercase=lowercase, length_penalty=args.alpha,   # plain loss
+                              bleu_tokenize=_bleu_tokenize(args, meta))
     scores.pop("predictions")
-    print(f"{what}: {format_metrics(scores)}")
-    return _write_json(args, what, scores)
+    tokenize = _bleu_tokenize(args, meta) if "bleu" in scores else None
+    print(f"{what}: {format_metrics(scores)}" + (f" (BLEU tokenize={tokenize})" if tokenize else ""))
+    return _write_json(args, what, scores, bleu_tokenize=tokenize)
 
 
-def _write_json(args, what, scores):
+def _bleu_tokenize(args, meta):
+    """--bleu-tokenize, else the training run's setting, else 13a."""
+    return args.bleu_tokenize or (meta.get("settings") or {}).get("bleu_tokenize") or "13a"
+
+
+def _write_json(args, what, scores, bleu_tokenize=None):
     """--json FILE: the scores with what was scored and how (written atomically)."""
     if args.json:
         import datetime
@@ -155,7 +166,7 @@ def _write_json(args, what, scores):
         from ..files import atomic_write
         record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
                   "checkpoint": args.checkpoint, "scored": what, "beam": args.beam,
-                  "alpha": args.alpha,
+                  "alpha": args.alpha, "bleu_tokenize": bleu_tokenize,
                   "scores": scores, "date": datetime.date.today().isoformat(),
                   "version": __version__}
         with atomic_write(args.json, "w", suffix=".json") as f:

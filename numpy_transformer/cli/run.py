@@ -27,7 +27,8 @@ from .options import config_from
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
              "keep_last")
 # Settings added after 0.1.0's first checkpoints: absent from those, where they were off.
-NEWER = ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings")
+NEWER = ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings",
+         "bleu_tokenize")
 FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 

@@ -34,7 +34,7 @@ CORPUS = dict(d_model=128, d_ff=512, dropout=0.1, lr=1e-3, warmup=400, steps=400
 QUICK = dict(steps=40, warmup=4, eval_every=20, checkpoint_every=20, log_every=10, d_model=32,
              num_heads=2, d_ff=64, num_layers=1, eval_examples=40)
 SETTINGS = ("task", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt",
-            "min_freq", "lowercase", "eval_examples", "d_model", "num_heads", "d_ff",
+            "min_freq", "lowercase", "bleu_tokenize", "eval_examples", "d_model", "num_heads", "d_ff",
             "num_layers", "num_encoder_layers", "num_decoder_layers", "max_len", "dropout",
             "norm_first", "attention", "latent_dim", "tie_embeddings", "share_embeddings",
             "bpe", "joint_vocab", "steps", "batch_size", "batch_tokens", "keep_last",
@@ -63,6 +63,10 @@ def add_parser(commands):
     g.add_argument("--min-freq", type=positive_int, help="keep words seen N+ times (default 1; "
                    "with --bpe: merge pairs seen N+ times)")
     g.add_argument("--lowercase", action="store_true", default=None, help="lower-case corpora")
+    g.add_argument("--bleu-tokenize", choices=("13a", "none"),
+                   help="how BLEU splits output and references: 13a (sacreBLEU's default, "
+                   "for references as written) or none (at whitespace, for tokenised "
+                   "references such as Multi30k's .tok files); default 13a")
     g.add_argument("--eval-examples", type=positive_int, help="held-out examples evaluated")
     g = p.add_argument_group("vocabulary and weight sharing (corpora)")
     g.add_argument("--bpe", type=positive_int, metavar="N", help="byte-pair encoding with N "
@@ -115,7 +119,8 @@ def run_train(args):
     # Held-out loss is the plain cross-entropy (no smoothing): exp(loss) is the perplexity.
     evaluate = partial(evaluate_seq2seq, pairs=data.val, tgt_tokenizer=data.tgt_tok,
                        bleu=data.bleu, max_len=data.decode_len, references=data.val_refs,
-                       lowercase=bool(s.get("lowercase")))
+                       lowercase=bool(s.get("lowercase")),
+                       bleu_tokenize=s.get("bleu_tokenize") or "13a")
     what = f"a Transformer on {data.name} (held-out set: {len(data.val)} examples)"
     trainer, result, status = run.train(
         args, s, model, stream, ckpt, what, evaluate=evaluate,
@@ -170,7 +175,8 @@ def report(result, data, seconds, model, s):
     show_examples(data, m["predictions"])
     if data.test:
         scores = evaluate_seq2seq(model, data.test, tgt_tokenizer=data.tgt_tok, bleu=True,
-                                  references=data.test_refs, lowercase=bool(s.get("lowercase")))
+                                  references=data.test_refs, lowercase=bool(s.get("lowercase")),
+                                  bleu_tokenize=s.get("bleu_tokenize") or "13a")
         scores.pop("predictions")
         print(f"test set ({len(data.test)} pairs): {format_metrics(scores)}")
     held_out = {k: v for k, v in m.items() if k != "predictions"}

@@ -22,7 +22,9 @@ on whitespace-joined tokens.
 BLEU of detokenised output strings against the reference lines as written,
 tokenised by the standard mteval-v13a rules and with the usual "exp" smoothing
 of n-gram orders that have no match (sacreBLEU's defaults, computed by
-sacreBLEU itself when it is installed).
+sacreBLEU itself when it is installed). `tokenize="none"` splits at whitespace
+only: the way scores on already tokenised references (such as Multi30k's
+lowercased tokenised files) are usually published.
 """
 
 import math
@@ -130,12 +132,17 @@ def _smoothed_bleu(matches, totals, hyp_len, ref_len):
     return 100.0 * brevity_penalty * math.exp(log_precision / len(matches))
 
 
-def text_bleu(hypotheses, references, *, lowercase=False, use_sacrebleu=True):
+TOKENIZERS = {"13a": tokenize_13a, "none": str.split}
+
+
+def text_bleu(hypotheses, references, *, lowercase=False, tokenize="13a", use_sacrebleu=True):
     """Corpus BLEU of output strings against one reference string each, as sacreBLEU
-    reports it by default (13a tokenisation, exp smoothing): the number to quote."""
+    reports it (exp smoothing; `tokenize` "13a", its default, or "none": whitespace)."""
     if len(hypotheses) != len(references):
         raise InputError(message("references", f"{len(hypotheses)} lines (one per output)",
                                  len(references)))
+    if tokenize not in TOKENIZERS:
+        raise InputError(message("tokenize", " or ".join(map(repr, TOKENIZERS)), repr(tokenize)))
     if lowercase:
         hypotheses = [h.lower() for h in hypotheses]
         references = [r.lower() for r in references]
@@ -145,7 +152,15 @@ def text_bleu(hypotheses, references, *, lowercase=False, use_sacrebleu=True):
         except ImportError:
             pass
         else:
-            return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
-    stats = bleu_statistics([tokenize_13a(h) for h in hypotheses],
-                            [tokenize_13a(r) for r in references])
+            import logging
+            log = logging.getLogger("sacrebleu")       # its "forgot to detokenize?" hints
+            level = log.level
+            log.setLevel(logging.ERROR)
+            try:
+                return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)],
+                                                   tokenize=tokenize).score)
+            finally:
+                log.setLevel(level)
+    split = TOKENIZERS[tokenize]
+    stats = bleu_statistics([split(h) for h in hypotheses], [split(r) for r in references])
     return _smoothed_bleu(*stats)
