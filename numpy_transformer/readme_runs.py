@@ -38,7 +38,6 @@ class ReadmeRun:
 
 
 def readme_runs():
-    test = "data/multi30k/tok/test_2016_flickr.lc.norm.tok"
     return (
         ReadmeRun("reverse", "reverse", "reverse strings",
                   ("python -m numpy_transformer train --task reverse",)),
@@ -46,12 +45,10 @@ def readme_runs():
                   ("python -m numpy_transformer train --task dates",)),
         ReadmeRun("shakespeare_lm", "lm", "tiny Shakespeare, character LM",
                   (_data_commands("shakespeare")[0],)),
+        ReadmeRun("shakespeare_lm_big", "lm_big", "tiny Shakespeare, character LM, 6000 steps",
+                  (_data_commands("shakespeare")[1],)),
         ReadmeRun("multi30k", "translation", "Multi30k German -> English",
-                  (_data_commands("multi30k")[0],
-                   *(f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
-                     f"--src {test}.de --tgt {test}.en --bleu-tokenize none {beam}--json "
-                     f"runs/translation/{name}.json"
-                     for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))))),
+                  tuple(_data_commands("multi30k"))),
     )
 
 

@@ -25,6 +25,7 @@ def runs(tmp_path_factory):
     ok(nt("train", "--task", "reverse", *QUICK, cwd=work))
     ok(nt("train", "--task", "dates", *QUICK, cwd=work))
     ok(nt("train-lm", "--text", "text.txt", *QUICK, cwd=work))
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--out", "runs/lm_big", cwd=work))
     corpus = ["--src", "train.src", "--tgt", "train.tgt", "--test-src", "train.src",
               "--test-tgt", "train.tgt"]
     ok(nt("train", *corpus, *QUICK, cwd=work))
@@ -78,7 +79,8 @@ def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_pat
     summary = json.loads((tmp_path / "figs" / "multi30k.json").read_text())
     assert summary["kind"] == "seq2seq"
     assert any(claim.endswith("beam 2") for claim in summary["claims"])
-    for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2)):
+    for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2),
+                          ("shakespeare_lm_big", 2)):
         summary = json.loads((tmp_path / "figs" / f"{name}.json").read_text())
         assert len(summary["figures"]) == figures
         for png in summary["figures"]:

@@ -13,8 +13,9 @@ import shlex
 from ..data.download import DATASETS, GITHUB, fetch, read_manifest
 from .options import add_common, raw_formatter
 
-ABOUT = {"shakespeare": "the README's character LM (about 26 min on 2 cores)",
-         "multi30k": "the README's German -> English translation (about 42 min on 2 cores)"}
+ABOUT = {"shakespeare": "the README's character LMs (about 20 and 49 min on 2 cores)",
+         "multi30k": "the README's German -> English translation (about 41 min on 2 cores, "
+                     "then 2 min per evaluation)"}
 
 
 def add_parsers(commands):

@@ -91,7 +91,11 @@ RAW = {
 
 
 def _shakespeare_commands(p):
-    return [f"python -m numpy_transformer train-lm --text {p['tinyshakespeare.txt']} --steps 4000",
+    text = p["tinyshakespeare.txt"]
+    return [f"python -m numpy_transformer train-lm --text {text} --steps 4000",
+            f"python -m numpy_transformer train-lm --text {text} --d-model 128 --num-layers 4 "
+            "--num-heads 4 --d-ff 512 --dropout 0.05 --lr 3e-3 --warmup 200 --batch-size 32 "
+            "--max-len 128 --steps 6000 --out runs/lm_big",
             'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
 
 
@@ -102,7 +106,11 @@ def _multi30k_commands(p):
             f"--val-src {tok['val'][0]} --val-tgt {tok['val'][1]} --test-src "
             f"{tok['test_2016_flickr'][0]} --test-tgt {tok['test_2016_flickr'][1]} --min-freq 2 "
             "--d-model 256 --num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.1 --schedule "
-            "noam --lr 1e-3 --warmup 400 --batch-size 64 --steps 3600"]
+            "noam --lr 1e-3 --warmup 400 --batch-size 64 --steps 3600"] + [
+            f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
+            f"--src {tok['test_2016_flickr'][0]} --tgt {tok['test_2016_flickr'][1]} "
+            f"--bleu-tokenize none {beam}--json runs/translation/{name}.json"
+            for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))]
 
 
 DATASETS = {

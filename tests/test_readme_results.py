@@ -1,0 +1,57 @@
+"""The README's results come from runs, and its figures from the committed code.
+
+figures/<name>.json is written by `python -m numpy_transformer figures --all` from the
+folder of each README run (readme_runs.py). Here: every phrase a summary says the README
+prints is in the README, the phrases follow from the summary's own results (so neither can
+be edited alone), and every committed figure is one that `figures --all` writes.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from numpy_transformer.readme_runs import claims, readme_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SUMMARIES = {run.name: ROOT / "figures" / f"{run.name}.json" for run in readme_runs()}
+
+
+def summary(name):
+    return json.loads(SUMMARIES[name].read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(SUMMARIES))
+def test_every_readme_run_has_a_summary_made_by_its_command(name):
+    s = summary(name)
+    run = {r.name: r for r in readme_runs()}[name]
+    assert s["commands"] == list(run.commands)
+    # The run was made by the README's command (shortened paths aside: same options).
+    options = lambda command: [w for w in command.split() if w.startswith("--")]   # noqa: E731
+    assert options(s["command_run"]) == options(run.commands[0])
+
+
+@pytest.mark.parametrize("name", sorted(SUMMARIES))
+def test_readme_quotes_each_run_as_its_summary_says(name):
+    s = summary(name)
+    assert s["claims"] == claims(s["kind"], s["results"], s["evaluations"])
+    for phrase in s["claims"]:
+        assert phrase in README, f"README lacks {phrase!r} (from figures/{name}.json)"
+
+
+def test_every_committed_figure_is_drawn_by_figures_all():
+    from numpy_transformer import lesson_figures
+    drawn = set(lesson_figures.FIGURES)
+    for name in SUMMARIES:
+        drawn |= set(summary(name)["figures"])
+    committed = {p.name for p in (ROOT / "figures").glob("*.png")}
+    assert committed == drawn
+
+
+def test_every_figure_the_readme_shows_is_committed():
+    shown = re.findall(r"\]\((figures/[^)]+\.png)\)", README)
+    assert shown
+    for path in shown:
+        assert (ROOT / path).is_file(), path
