@@ -1,6 +1,7 @@
 """Files: writing them so that a crash never leaves a half-written one behind, and
 reading only regular files (a FIFO would block forever, /dev/zero never ends)."""
 
+import json
 import os
 import stat
 import tempfile
@@ -51,3 +52,11 @@ def atomic_write(path, mode="wb", suffix=""):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def write_json(path, data):
+    """Write `data` as readable JSON (sorted keys, NumPy scalars as floats) atomically."""
+    with atomic_write(path, "w", suffix=".json") as f:
+        json.dump(data, f, indent=2, sort_keys=True, default=float)
+        f.write("\n")
+    return path

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import InputError
-from .files import atomic_write
+from .files import write_json
 
 
 def _data_commands(dataset):
@@ -161,9 +161,5 @@ def write_all(out="figures", runs="runs", log=print):
         summary = summarize(run, folder)
         drawn = draw_run(folder, out, prefix=f"{run.name}_", name=run.title)
         summary["figures"] = [os.path.basename(p) for p in drawn]
-        path = os.path.join(out, f"{run.name}.json")
-        with atomic_write(path, "w", suffix=".json") as f:
-            json.dump(summary, f, indent=2, sort_keys=True)
-            f.write("\n")
-        paths += drawn + [path]
+        paths += drawn + [write_json(os.path.join(out, f"{run.name}.json"), summary)]
     return paths

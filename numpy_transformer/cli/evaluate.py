@@ -158,19 +158,10 @@ def _bleu_tokenize(args, meta):
 def _write_json(args, what, scores, bleu_tokenize=None):
     """--json FILE: the scores with what was scored and how (written atomically)."""
     if args.json:
-        import datetime
-        import json
-        import shlex
-        import sys
-        from .. import __version__
-        from ..files import atomic_write
-        record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
-                  "checkpoint": args.checkpoint, "scored": what, "beam": args.beam,
-                  "alpha": args.alpha, "bleu_tokenize": bleu_tokenize,
-                  "scores": scores, "date": datetime.date.today().isoformat(),
-                  "version": __version__}
-        with atomic_write(args.json, "w", suffix=".json") as f:
-            json.dump(record, f, indent=2, sort_keys=True, default=float)
-            f.write("\n")
+        from ..files import write_json
+        from .run import provenance
+        write_json(args.json, {**provenance(), "checkpoint": args.checkpoint, "scored": what,
+                               "beam": args.beam, "alpha": args.alpha,
+                               "bleu_tokenize": bleu_tokenize, "scores": scores})
         print(f"scores written to {args.json}")
     return 0

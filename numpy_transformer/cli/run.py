@@ -177,26 +177,25 @@ def write_results(settings, trainer, seconds, **results):
 
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/test_readme_results.py ties the two together)."""
-    import datetime
-    import json
     import platform
-    import shlex
-    from .. import __version__
-    from ..files import atomic_write
-    record = {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
-              "steps": trainer.step, "parameters": trainer.model.num_parameters(),
+    from ..files import write_json
+    record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(seconds, 1),
               "seconds_per_step": round(seconds / max(1, trainer.step), 4),
               "peak_memory_mib": peak_memory_mib(),
-              "date": datetime.date.today().isoformat(), "version": __version__,
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                           "python": platform.python_version()},
               **results}
-    path = os.path.join(settings["out"], "results.json")
-    with atomic_write(path, "w", suffix=".json") as f:
-        json.dump(record, f, indent=2, sort_keys=True, default=float)
-        f.write("\n")
-    return path
+    return write_json(os.path.join(settings["out"], "results.json"), record)
+
+
+def provenance():
+    """How a result was made: the command as typed, today's date, the package version."""
+    import datetime
+    import shlex
+    from .. import __version__
+    return {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
+            "date": datetime.date.today().isoformat(), "version": __version__}
 
 
 def peak_memory_mib():

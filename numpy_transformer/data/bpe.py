@@ -23,10 +23,10 @@ end of its word kept (the bare END symbol), so decoding still restores the words
 """
 
 import heapq
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from ..validation import message
-from ..errors import InputError, InputTypeError
+from ..errors import InputError
 from .tokenizers import SPECIAL_TOKENS, Tokenizer
 
 END = " "                                      # the end-of-word mark, a suffix of symbols
@@ -155,14 +155,7 @@ class BPETokenizer(Tokenizer):
 
     def fit(self, texts):
         """Learn the alphabet and up to num_merges merges from an iterable of strings."""
-        if isinstance(texts, str):
-            raise InputTypeError(message("texts", "an iterable of strings (a list of texts)",
-                                         "a single str"))
-        counts = Counter()
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InputTypeError(message(f"texts[{i}]", "a str", type(text).__name__))
-            counts.update((text.lower() if self.lowercase else text).split())
+        counts = self._count(texts, str.split)                # word -> occurrences
         alphabet = sorted({s for word in counts for s in spell(word)} | {END})
         self._install(alphabet, learn_merges(counts, self.num_merges, self.min_freq))
         return self

@@ -94,14 +94,22 @@ class Tokenizer:
 
     # Learning the vocabulary.
 
-    def fit(self, texts):
-        """Learn the vocabulary from an iterable of strings; returns self."""
+    def _count(self, texts, split):
+        """Counter of the pieces split(text) of every text (lower-cased if self.lowercase);
+        InputTypeError for a single str or a text that is not one."""
         if isinstance(texts, str):
             raise InputTypeError(message("texts", "an iterable of strings (a list of texts)",
                                     "a single str"))
         counts = Counter()
         for i, text in enumerate(texts):
-            counts.update(self._symbols_of(text, f"texts[{i}]"))
+            if not isinstance(text, str):
+                raise InputTypeError(message(f"texts[{i}]", "a str", type(text).__name__))
+            counts.update(split(text.lower() if self.lowercase else text))
+        return counts
+
+    def fit(self, texts):
+        """Learn the vocabulary from an iterable of strings; returns self."""
+        counts = self._count(texts, self.split)
         for special in SPECIAL_TOKENS:
             counts.pop(special, None)
         kept = [s for s, n in counts.items() if n >= self.min_freq]

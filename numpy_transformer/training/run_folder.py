@@ -16,13 +16,12 @@ by a save that was interrupted (`.tmp-*`) are removed.
 """
 
 import glob
-import json
 import os
 import re
 
 from ..validation import message
 from ..errors import InputError
-from ..files import atomic_write
+from ..files import write_json as write_json_file
 
 try:
     import fcntl
@@ -106,9 +105,7 @@ class RunFolder:
 
     def write_json(self, name, data):
         """Write `data` as readable JSON to folder/name, atomically."""
-        with atomic_write(os.path.join(self.path, name), "w", suffix=".json") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
+        write_json_file(os.path.join(self.path, name), data)
 
     def release(self):
         if self._lock is None:
