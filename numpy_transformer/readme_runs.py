@@ -25,8 +25,18 @@ from .files import write_json
 def _data_commands(dataset):
     """The commands `data DATASET --out data` prints (the README's)."""
     from .data.download import DATASETS
-    files = DATASETS[dataset].files
-    return DATASETS[dataset].commands({f.path: f"data/{f.path}" for f in files})
+    return DATASETS[dataset].commands(_saved_paths(dataset))
+
+
+def _saved_paths(dataset):
+    from .data.download import DATASETS
+    return {f.path: f"data/{f.path}" for f in DATASETS[dataset].files}
+
+
+def _multi30k(folder):
+    """The commands that make the README's Multi30k run folder `runs/<folder>`."""
+    from .data.download import multi30k_runs
+    return tuple(multi30k_runs(_saved_paths("multi30k"))[folder])
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,11 @@ def readme_runs():
         ReadmeRun("shakespeare_lm_big", "lm_big", "tiny Shakespeare, character LM, 6000 steps",
                   (_data_commands("shakespeare")[1],)),
         ReadmeRun("multi30k", "translation", "Multi30k German -> English",
-                  tuple(_data_commands("multi30k"))),
+                  _multi30k("translation")),
+        ReadmeRun("multi30k_recipe", "m30k", "Multi30k German -> English, the paper's recipe",
+                  _multi30k("m30k")),
+        ReadmeRun("multi30k_en_de", "m30k_en_de", "Multi30k English -> German, the paper's recipe",
+                  _multi30k("m30k_en_de")),
     )
 
 
@@ -78,18 +92,28 @@ def _decoding(beam):
     return "greedy" if beam == 1 else f"beam {beam}"
 
 
-def claims(kind, results, evaluated):
+def _scored_set(record):
+    """'test_2017_mscoco' from an evaluation's 'N sentence pairs of data/.../test_2017_mscoco...'."""
+    path = record["scored"].split(" of ", 1)[-1].split(" / ")[0]
+    return os.path.basename(path).split(".")[0]
+
+
+def claims(kind, results, evaluated, settings=None):
     """The phrases of the README's results table that come from this run's files."""
-    said = [f"{_duration(results['wall_seconds'])} ({results['steps']} steps"]
+    said = [f"{_duration(results['wall_seconds'])} ({results['steps']} steps",
+            f"{1000 * results['seconds_per_step']:.0f} ms per step"]
     held = results["held_out"]
     if kind == "lm":
         said += [f"{held['loss']:.3f} nats per character (perplexity {held['perplexity']:.2f})",
                  f"{results['parameters'] / 1e6:.1f}M parameters"]
     elif "test" in results:
-        said += [f"{results['test']['bleu']:.1f} with sacreBLEU's default 13a tokenisation",
+        tokenize = (settings or {}).get("bleu_tokenize") or "13a"
+        said += [f"{results['test']['bleu']:.1f} with sacreBLEU's default 13a tokenisation"
+                 if tokenize == "13a" else
+                 f"{results['test']['bleu']:.1f} greedy from the best checkpoint",
                  f"validation perplexity {held['perplexity']:.2f}",
                  f"{results['parameters'] / 1e6:.1f}M parameters"]
-        said += [f"{e['scores']['bleu']:.1f} {_decoding(e['beam'])}"
+        said += [f"{e['scores']['bleu']:.1f} {_decoding(e['beam'])} on {_scored_set(e)}"
                  for e in evaluated.values() if "bleu" in e["scores"]]
     else:
         said += [f"{100 * held['exact_match']:.1f}% exact match on "
@@ -107,8 +131,8 @@ def summarize(run, folder):
     evaluated = evaluations(folder)
     return {"name": run.name, "title": run.title, "commands": list(run.commands),
             "command_run": results["command"], "kind": config["kind"],
-            "results": results, "evaluations": evaluated,
-            "claims": claims(config["kind"], results, evaluated)}
+            "settings": config["settings"], "results": results, "evaluations": evaluated,
+            "claims": claims(config["kind"], results, evaluated, config["settings"])}
 
 
 def draw_run(folder, out, *, prefix="", name=None):
@@ -143,10 +167,12 @@ def attention_example(model, settings):
     return src, decode_batches(model, [src])[0]
 
 
-def write_all(out="figures", runs="runs", log=print):
-    """Every README run's figures and JSON summary into `out`; returns the paths written.
-    InputError naming every missing run folder (and its command) before drawing anything."""
-    todo = [(run, os.path.join(runs, run.folder)) for run in readme_runs()]
+def write_all(out="figures", runs="runs", log=print, only=None):
+    """Every README run's figures and JSON summary into `out` (or only the runs named in
+    `only`); returns the paths written. InputError naming every missing run folder (and its
+    command) before drawing anything."""
+    todo = [(run, os.path.join(runs, run.folder)) for run in readme_runs()
+            if not only or run.name in only]
     missing = [(run, folder) for run, folder in todo
                if not os.path.isfile(os.path.join(folder, "results.json"))]
     if missing:

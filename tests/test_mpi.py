@@ -329,6 +329,30 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
 
 
 @needs_mpi
+def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path):
+    """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions),
+    shortened, on a small stand-in corpus; then the `average` of the checkpoints kept."""
+    lines = [line for line in README.read_text().splitlines()
+             if line.startswith("mpiexec -n 2 python -m numpy_transformer train --src")]
+    assert len(lines) == 2 and all("--bpe" in line for line in lines)
+    words = [("ein", "a"), ("mann", "man"), ("hund", "dog"), ("rot", "red"), ("klein", "small")]
+    for line in lines:
+        argv = shlex.split(line)[3:]
+        for path in (argv[i + 1] for i, a in enumerate(argv) if a.endswith(("src", "tgt"))):
+            side = 0 if path.endswith(".de") else 1
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text("".join(f"{a[side]} {b[side]}\n"
+                                                 for a in words for b in words))
+        ok(run(sys.executable, *shortened(argv)[1:], "--no-figures", "--checkpoint-every", "3",
+               ranks=2, cwd=tmp_path))
+        folder = argv[argv.index("--out") + 1]
+        assert sorted(p.name for p in (tmp_path / folder).glob("step-*.npz")) == \
+            ["step-3.npz", "step-6.npz"]
+        ok(run(sys.executable, "-m", "numpy_transformer", "average", f"{folder}/step-*.npz",
+               "--out", f"{folder}/avg.npz", cwd=tmp_path))
+
+
+@needs_mpi
 def test_a_launcher_of_another_mpi_is_refused(tmp_path):
     done = subprocess.run([sys.executable, "-m", "numpy_transformer", "train", "--task", "copy",
                            "--quick", "--no-figures"], cwd=tmp_path, capture_output=True,

@@ -3,7 +3,8 @@
 Python block, whose printed values must match the comments beside them.
 
 Training commands run shortened (`--steps 6`, `--quick`), the only change made to them; every
-other command runs exactly as printed. Lines that install, clone, open Jupyter, run the
+other command runs exactly as printed. A command under `mpiexec -n N` runs as one process here
+(tests/test_mpi.py checks that N ranks train as one process does, and runs the launcher). Lines that install, clone, open Jupyter, run the
 benchmarks or download data are not run here (tests/test_benchmarks.py runs the benchmark's
 smoke mode; tests/test_data_command.py runs `data` against a local server).
 """
@@ -27,7 +28,7 @@ DATA = {"data/tinyshakespeare.txt":
         "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40}
 WORDS = ["ein", "mann", "eine", "frau", "hund", "rot", "blau", "klein"]
 ENGLISH = ["a", "man", "a", "woman", "dog", "red", "blue", "small"]
-for split in ("train", "val", "test_2016_flickr"):
+for split in ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"):
     rows = [(f"{a} {b}", f"{c} {d}") for a, c in zip(WORDS, ENGLISH)
             for b, d in zip(WORDS, ENGLISH)]
     DATA[f"data/multi30k/tok/{split}.lc.norm.tok.de"] = "\n".join(r[0] for r in rows) + "\n"
@@ -63,6 +64,8 @@ def test_every_readme_command_runs_as_printed(tmp_path):
         while "=" in argv[0]:                                    # NUMPY_TRANSFORMER_BACKEND=...
             name, value = argv.pop(0).split("=", 1)
             env[name] = value
+        if argv[:2] == ["mpiexec", "-n"]:
+            argv = argv[3:]
         assert argv[:3] == ["python", "-m", "numpy_transformer"], command
         argv = shortened(argv)
         done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True,

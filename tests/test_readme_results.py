@@ -28,15 +28,33 @@ def test_every_readme_run_has_a_summary_made_by_its_command(name):
     s = summary(name)
     run = {r.name: r for r in readme_runs()}[name]
     assert s["commands"] == list(run.commands)
-    # The run was made by the README's command (shortened paths aside: same options).
+    # The run was made by the README's command (shortened paths aside: same options), or
+    # resumed (`train --resume FOLDER/last.npz`) from a run whose settings are that command's.
+    training = run.commands[0].split()
     options = lambda command: [w for w in command.split() if w.startswith("--")]   # noqa: E731
-    assert options(s["command_run"]) == options(run.commands[0])
+    if "--resume" not in s["command_run"]:
+        assert options(s["command_run"]) == options(run.commands[0])
+        return
+    assert s["command_run"].endswith(f"train --resume runs/{run.folder}/last.npz")
+    for option, value in zip(training, training[1:] + [""]):
+        if option.startswith("--") and option != "--out":
+            saved = s["settings"][option[2:].replace("-", "_")]
+            assert same_setting(saved, value), (option, saved, value)
+
+
+def same_setting(saved, typed):
+    """Whether a saved setting is what `--option typed` gives (a flag: typed is no value)."""
+    if not typed or typed.startswith("--"):
+        return saved is True
+    if isinstance(saved, str):                     # file paths are saved absolute
+        return saved == typed or saved.endswith("/" + typed.split("/", 1)[-1])
+    return float(saved) == float(typed)
 
 
 @pytest.mark.parametrize("name", sorted(SUMMARIES))
 def test_readme_quotes_each_run_as_its_summary_says(name):
     s = summary(name)
-    assert s["claims"] == claims(s["kind"], s["results"], s["evaluations"])
+    assert s["claims"] == claims(s["kind"], s["results"], s["evaluations"], s.get("settings"))
     for phrase in s["claims"]:
         assert phrase in README, f"README lacks {phrase!r} (from figures/{name}.json)"
 

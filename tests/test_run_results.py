@@ -33,6 +33,15 @@ def runs(tmp_path_factory):
           "--tgt", "train.tgt", "--beam", "2", "--bleu-tokenize", "none", "--json",
           "runs/translation/beam2.json",
           cwd=work))
+    recipe = ["--bpe", "20", "--joint-vocab", "--share-embeddings", "--bleu-tokenize", "none",
+              "--keep-last", "2"]
+    for folder in ("m30k", "m30k_en_de"):                 # the paper's recipe, both ways
+        ok(nt("train", *corpus, *recipe, *QUICK, "--out", f"runs/{folder}", cwd=work))
+        ok(nt("average", f"runs/{folder}/step-20.npz", f"runs/{folder}/step-40.npz", "--out",
+              f"runs/{folder}/avg.npz", cwd=work))
+        ok(nt("evaluate", "--checkpoint", f"runs/{folder}/avg.npz", "--src", "train.src",
+              "--tgt", "train.tgt", "--beam", "2", "--json", f"runs/{folder}/train_beam2.json",
+              cwd=work))
     return work
 
 
@@ -48,6 +57,21 @@ def test_a_finished_run_writes_results_json(runs):
     assert lm["held_out"]["perplexity"] > 1 and lm["held_out_characters"] > 0
     corpus = json.loads((runs / "runs" / "translation" / "results.json").read_text())
     assert 0 <= corpus["test"]["bleu"] <= 100 and corpus["test_examples"] == 64
+
+
+def test_a_resumed_run_counts_the_time_of_the_sessions_before_it(tmp_path):
+    from numpy_transformer.checkpoint import load_checkpoint
+    ok(nt("train", "--task", "copy", *QUICK, "--steps", "4", "--out", "r", cwd=tmp_path))
+    first = json.loads((tmp_path / "r" / "results.json").read_text())
+    before = load_checkpoint(str(tmp_path / "r" / "last.npz")).metadata["training_seconds"]
+    assert first["earlier_sessions_seconds"] == 0 and 0 < before <= first["wall_seconds"] + 0.05
+    ok(nt("train", "--resume", "r/last.npz", "--steps", "6", "--no-progress", "--no-figures",
+          cwd=tmp_path))
+    resumed = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert resumed["earlier_sessions_seconds"] == round(before, 1)
+    assert resumed["wall_seconds"] > before and resumed["steps"] == 6
+    assert abs(resumed["seconds_per_step"] - resumed["wall_seconds"] / 6) < 0.01
+    assert load_checkpoint(str(tmp_path / "r" / "last.npz")).metadata["training_seconds"] > before
 
 
 def test_evaluate_json_records_the_scores_and_what_was_scored(runs):
@@ -78,14 +102,31 @@ def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_pat
     assert "figures in" in out
     summary = json.loads((tmp_path / "figs" / "multi30k.json").read_text())
     assert summary["kind"] == "seq2seq"
-    assert any(claim.endswith("beam 2") for claim in summary["claims"])
+    assert "beam 2 on train" in " ".join(summary["claims"])
+    assert any(claim.endswith("ms per step") for claim in summary["claims"])
+    recipe = json.loads((tmp_path / "figs" / "multi30k_recipe.json").read_text())
+    assert recipe["settings"]["bleu_tokenize"] == "none" and recipe["settings"]["bpe"] == 20
+    assert any(c.endswith("greedy from the best checkpoint") for c in recipe["claims"])
+    assert recipe["commands"][0].startswith("mpiexec -n 2 python -m numpy_transformer train")
     for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2),
-                          ("shakespeare_lm_big", 2)):
+                          ("shakespeare_lm_big", 2), ("multi30k_recipe", 5),
+                          ("multi30k_en_de", 5)):
         summary = json.loads((tmp_path / "figs" / f"{name}.json").read_text())
         assert len(summary["figures"]) == figures
         for png in summary["figures"]:
             assert (tmp_path / "figs" / png).stat().st_size > 1000
     assert (tmp_path / "figs" / "masks.png").is_file()              # the lessons' too
+
+
+def test_figures_all_only_redraws_the_named_readme_runs(runs, tmp_path):
+    out = ok(nt("figures", "--all", "--only", "multi30k_en_de", "--out", tmp_path / "figs",
+                "--runs", runs / "runs", cwd=runs))
+    assert "6 figures in" in out                                     # 5 PNG files + the summary
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(
+        json.loads((tmp_path / "figs" / "multi30k_en_de.json").read_text())["figures"]
+        + ["multi30k_en_de.json"])
+    error(nt("figures", "--only", "dates", cwd=runs), 2, "--only", "--all", "dates")
+    error(nt("figures", "--all", "--only", "nope", cwd=runs), 2, "--only", "nope")
 
 
 def test_figures_all_names_each_missing_run_and_its_command(tmp_path):

@@ -14,8 +14,9 @@ from ..data.download import DATASETS, GITHUB, fetch, read_manifest
 from .options import add_common, raw_formatter
 
 ABOUT = {"shakespeare": "the README's character LMs (about 20 and 49 min on 2 cores)",
-         "multi30k": "the README's German -> English translation (about 41 min on 2 cores, "
-                     "then 2 min per evaluation)"}
+         "multi30k": "the README's Multi30k translations (on 2 cores: German -> English by "
+                     "words about 41 min; the paper's recipe, one run per direction under "
+                     "mpiexec, about 31 min each; then up to 1 min per evaluation)"}
 
 
 def add_parsers(commands):

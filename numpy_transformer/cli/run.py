@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..sizes import check_fits, training_bytes
 from ..training import TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
-from ..training.mpi_world import on_root, silence, world
+from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from .options import config_from
 
@@ -175,16 +175,21 @@ def draw_figures(args, settings, trainer, **drawing):
 def write_results(settings, trainer, seconds, **results):
     """results.json in the run folder: what the run reached, in how long, started how.
 
+    `seconds` is this command's wall time; a resumed run adds the training time of the
+    sessions before it (saved in its checkpoints), so wall_seconds is the whole run's.
+
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/test_readme_results.py ties the two together)."""
     import platform
     from ..files import write_json
+    seconds += trainer.seconds_before
     record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(seconds, 1),
+              "earlier_sessions_seconds": round(trainer.seconds_before, 1),
               "seconds_per_step": round(seconds / max(1, trainer.step), 4),
               "peak_memory_mib": peak_memory_mib(),
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-                          "python": platform.python_version()},
+                          "mpi_ranks": launched_size(), "python": platform.python_version()},
               **results}
     return write_json(os.path.join(settings["out"], "results.json"), record)
 

@@ -3,6 +3,7 @@
     python -m numpy_transformer gradcheck                 # every layer and model, float64
     python -m numpy_transformer figures --out figures/    # PNG files, under a minute
     python -m numpy_transformer figures --all             # + the README runs', from runs/
+    python -m numpy_transformer figures --all --only multi30k_recipe   # one README run's
     python -m numpy_transformer figures --run runs/reverse   # re-draw one run's figures
 """
 
@@ -10,6 +11,7 @@ import os
 import time
 
 from ..errors import InputError
+from ..readme_runs import readme_runs
 from ..validation import message
 from .options import add_common, nonnegative_int
 
@@ -39,6 +41,9 @@ def add_parsers(commands):
                       help="only re-draw the figures of the run in DIR (from its files)")
     p.add_argument("--runs", default="runs", metavar="DIR", dest="runs_dir",
                    help="folder holding the README runs' folders, for --all (default runs/)")
+    p.add_argument("--only", metavar="NAME", action="append", choices=[r.name for r in readme_runs()],
+                   help="with --all: only this README run's figures and summary, not the "
+                   "lessons' (repeatable; one of %(choices)s)")
     p.add_argument("--quick", action="store_true",
                    help="smaller, faster versions (a few seconds; for tests)")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -62,9 +67,12 @@ def run_figures(args):
         paths = draw_run(args.run_dir, args.out or os.path.join(args.run_dir, "figures"))
     else:
         out = args.out or "figures"
+        if args.only and not args.all:
+            raise InputError(message("--only", "to come with --all", " ".join(args.only)))
         if args.all:
-            paths = write_all(out, args.runs_dir)
-        paths = write_figures(out, quick=args.quick, seed=args.seed) + (paths if args.all else [])
+            paths = write_all(out, args.runs_dir, only=args.only)
+        if not args.only:
+            paths = write_figures(out, quick=args.quick, seed=args.seed) + (paths if args.all else [])
     print(f"{len(paths)} figures in {time.perf_counter() - start:.0f} s:")
     for path in paths:
         print(f"  {path}")

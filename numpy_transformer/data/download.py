@@ -79,6 +79,14 @@ TOK = {
         "c6a33d39d48f9f510de147651316cd9d918e09ad0219df734a2f16b6baccacc4",
     "test_2016_flickr.lc.norm.tok.en":
         "5b7f32627cf99eced828311b955dae9800bb52bc8b91cf8b6526829e605b29d2",
+    "test_2017_flickr.lc.norm.tok.de":
+        "02067e4a9402786a4fcb8c1b6f4307e4a5073ced64800abead5273b54f5f31f6",
+    "test_2017_flickr.lc.norm.tok.en":
+        "c9d1dfd7a26add989382e534af235af9f0f658b2a30e7eb0efdaf142496ee54f",
+    "test_2017_mscoco.lc.norm.tok.de":
+        "e2825990b8a4e5289d2cdba801d57c187810bab9b4f5d87a30c35800a0d871b6",
+    "test_2017_mscoco.lc.norm.tok.en":
+        "fe69ae004d71c42ead0301e70c57de5b1b6b5fb7f52210d42b22801e98e656f3",
 }
 RAW = {
     "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
@@ -99,18 +107,55 @@ def _shakespeare_commands(p):
             'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
 
 
+MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
+# The paper's recipe (README, "The paper's recipe"): BPE over a joint vocabulary, one shared
+# embedding matrix, 2000-token batches, 2 MPI ranks (one per core), the last 6 checkpoints kept.
+RECIPE = ("--bleu-tokenize none --bpe 8000 --joint-vocab --share-embeddings --d-model 256 "
+          "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.15 --schedule noam --lr 1.5e-3 "
+          "--warmup 400 --batch-tokens 2000 --steps 3800 --eval-every 950 "
+          "--checkpoint-every 200 --keep-last 6")
+
+
+def multi30k_runs(p):
+    """{run folder under runs/: the commands that make it}, for the README's Multi30k results,
+    given {path under --out: saved path}."""
+    tok = {split: {lang: p[f"multi30k/tok/{split}.lc.norm.tok.{lang}"] for lang in ("de", "en")}
+           for split in ("train", "val") + MULTI30K_TESTS}
+    test = tok["test_2016_flickr"]
+
+    def evaluate(checkpoint, split, src, tgt, beam, name):
+        return (f"python -m numpy_transformer evaluate --checkpoint {checkpoint} "
+                f"--src {tok[split][src]} --tgt {tok[split][tgt]} --bleu-tokenize none "
+                f"{beam}--json {os.path.dirname(checkpoint)}/{name}.json")
+
+    def recipe(src, tgt, folder):
+        data = " ".join(f"--{prefix}src {tok[split][src]} --{prefix}tgt {tok[split][tgt]}"
+                        for prefix, split in (("", "train"), ("val-", "val"),
+                                              ("test-", "test_2016_flickr")))
+        avg = f"runs/{folder}/avg.npz"
+        return [f"mpiexec -n 2 python -m numpy_transformer train {data} {RECIPE} "
+                f"--out runs/{folder}",
+                f"python -m numpy_transformer average runs/{folder}/step-*.npz --out {avg}"] + [
+                evaluate(avg, split, src, tgt, beam, f"{split}_{name}")
+                for split, beam, name in (("test_2016_flickr", "", "greedy"),) + tuple(
+                    (split, "--beam 4 ", "beam4") for split in MULTI30K_TESTS)]
+
+    return {
+        "translation": [
+            f"python -m numpy_transformer train --src {tok['train']['de']} "
+            f"--tgt {tok['train']['en']} --val-src {tok['val']['de']} --val-tgt {tok['val']['en']} "
+            f"--test-src {test['de']} --test-tgt {test['en']} --min-freq 2 --d-model 256 "
+            "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.1 --schedule noam --lr 1e-3 "
+            "--warmup 400 --batch-size 64 --steps 3600"] + [
+            evaluate("runs/translation/best.npz", "test_2016_flickr", "de", "en", beam, name)
+            for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))],
+        "m30k": recipe("de", "en", "m30k"),
+        "m30k_en_de": recipe("en", "de", "m30k_en_de"),
+    }
+
+
 def _multi30k_commands(p):
-    tok = {split: [p[f"multi30k/tok/{split}.lc.norm.tok.{lang}"] for lang in ("de", "en")]
-           for split in ("train", "val", "test_2016_flickr")}
-    return [f"python -m numpy_transformer train --src {tok['train'][0]} --tgt {tok['train'][1]} "
-            f"--val-src {tok['val'][0]} --val-tgt {tok['val'][1]} --test-src "
-            f"{tok['test_2016_flickr'][0]} --test-tgt {tok['test_2016_flickr'][1]} --min-freq 2 "
-            "--d-model 256 --num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.1 --schedule "
-            "noam --lr 1e-3 --warmup 400 --batch-size 64 --steps 3600"] + [
-            f"python -m numpy_transformer evaluate --checkpoint runs/translation/best.npz "
-            f"--src {tok['test_2016_flickr'][0]} --tgt {tok['test_2016_flickr'][1]} "
-            f"--bleu-tokenize none {beam}--json runs/translation/{name}.json"
-            for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))]
+    return [line for commands in multi30k_runs(p).values() for line in commands]
 
 
 DATASETS = {

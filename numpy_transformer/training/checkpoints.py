@@ -26,6 +26,7 @@ class Checkpoints:
                 "data_state": self.stream.state_dict(),
                 "dropout_states": generator_states(self.model),
                 "best": {"metric": self.best_metric, "value": self.best},
+                "training_seconds": round(self.training_seconds, 3),
                 "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
 
     def save_checkpoint(self, name="last.npz"):
@@ -92,6 +93,7 @@ class Checkpoints:
         load_generator_states(self.model, meta["dropout_states"])
         self.scheduler.step()                        # the lr of the next update
         self.best = meta.get("best", {}).get("value")
+        self.seconds_before = float(meta.get("training_seconds", 0.0))
         path = path if path is not None else getattr(ckpt, "path", None)
         if path is not None:
             self._resumed_from = os.path.dirname(os.path.realpath(path))

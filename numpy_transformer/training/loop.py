@@ -77,6 +77,8 @@ class Trainer(Checkpoints):
         self.stop_reason = None
         self._stop, self._updating, self._bar, self._recent = False, False, None, []
         self._resumed_from, self._owns_out, self._folder = None, False, None
+        self.seconds_before = 0.0          # time in fit() of the sessions this one resumed
+        self._fit_seconds, self._fit_started = 0.0, None        # and of this one
         self._pending = PendingSteps()                 # losses still on the device
         self._sync_every_step = get_backend() == "numpy"   # free on the CPU: check each step
 
@@ -128,6 +130,7 @@ class Trainer(Checkpoints):
     def fit(self):
         """Train up to `config.steps` steps; returns a TrainResult."""
         self._stop, self.stop_reason = False, None
+        self._fit_started = time.perf_counter()
         if self._folder is None:
             self.claim_out()
         self._bar = progress_bar(self.config.steps, self.step, self.config.progress)
@@ -149,6 +152,8 @@ class Trainer(Checkpoints):
                 self.history.save(os.path.join(self.out, "history.json"))
             raise
         finally:
+            self._fit_seconds += time.perf_counter() - self._fit_started
+            self._fit_started = None
             if self._bar is not None:
                 self._bar.close()
             self._bar = None
@@ -158,6 +163,12 @@ class Trainer(Checkpoints):
         path = self.last_checkpoint[0] if self.last_checkpoint else None
         return TrainResult(self.step, interrupted, self.last_eval, self.best, self.history,
                            path, self.stop_reason)
+
+    @property
+    def training_seconds(self):
+        """Seconds spent in fit() to reach this step, summed over resumed sessions."""
+        now = 0.0 if self._fit_started is None else time.perf_counter() - self._fit_started
+        return self.seconds_before + self._fit_seconds + now
 
     def _loop(self):
         """Steps until done (False) or asked to stop (True), leaving a consistent state."""
