@@ -2,6 +2,7 @@
 
     sequence_accuracy([[5, 6], [7]], [[5, 6], [8]])    # 0.5: one sequence of two is exactly right
     token_accuracy([[5, 6], [7]], [[5, 6], [8]])       # 0.8: 4 of 5 positions (EOS counted)
+    token_accuracy([[3, 6]], [[3, 6]])                  # 2/3: an <unk> (id 3) is never right
     perplexity(1.2)                                     # exp(1.2) = 3.32
 
 `evaluate_seq2seq` decodes held-out sources greedily and scores the outputs;
@@ -18,7 +19,7 @@ from .backend import to_numpy, xp
 from .validation import check_aligned, check_positive_int, message
 from .data.batching import make_batch
 from .data.bleu import text_bleu
-from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID
+from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .losses import CrossEntropyLoss
 from .errors import InputError
 
@@ -29,25 +30,31 @@ def _check_pairs(predictions, references):
     return check_aligned(predictions, references, "predictions", "prediction")
 
 
-def sequence_accuracy(predictions, references):
-    """Fraction of predictions equal to their reference, token for token and in length."""
+def sequence_accuracy(predictions, references, *, unk_id=UNK_ID):
+    """Fraction of predictions equal to their reference, token for token and in length.
+
+    A reference holding `unk_id` (a symbol outside the vocabulary) is never matched: the
+    model cannot have produced the symbol it stands for, so predicting <unk> is no answer.
+    """
     predictions, references = _check_pairs(predictions, references)
-    return sum(list(p) == list(r) for p, r in zip(predictions, references)) / len(references)
+    return sum(list(p) == list(r) and unk_id not in list(r)
+               for p, r in zip(predictions, references)) / len(references)
 
 
-def token_accuracy(predictions, references):
+def token_accuracy(predictions, references, *, unk_id=UNK_ID):
     """Fraction of reference positions, the end-of-sequence position included, predicted right.
 
     Each reference r is compared position by position with its prediction p,
     over len(r) + 1 positions: the last one is "the sequence ends here", so
     stopping early or late costs one position, and a prediction cut short
-    misses every position after its end.
+    misses every position after its end. A reference position holding `unk_id` is
+    never predicted right (see sequence_accuracy).
     """
     predictions, references = _check_pairs(predictions, references)
     correct = total = 0
     for p, r in zip(predictions, references):
         p, r = list(p) + [_END], list(r) + [_END]
-        correct += sum(a == b for a, b in zip(p, r))
+        correct += sum(a == b and b != unk_id for a, b in zip(p, r))
         total += len(r)
     return correct / total
 

@@ -15,7 +15,7 @@ from functools import partial
 from ..checkpoint import load_run
 from ..data.corpus import seq2seq_data
 from ..errors import InputError
-from ..metrics import evaluate_seq2seq, format_metrics
+from ..metrics import evaluate_seq2seq, format_metrics, sequence_accuracy
 from ..models import TransformerConfig, build_transformer
 from ..training import PairStream
 from . import run
@@ -186,21 +186,21 @@ def report(result, data, seconds, model, s):
 
 def show_examples(data, predictions, count=5):
     """A few held-out examples: short ones as a table, long ones (sentences) as blocks."""
-    rows = [(data.src_tok.decode(s), data.tgt_tok.decode(t), data.tgt_tok.decode(p))
+    rows = [(data.src_tok.decode(s), data.tgt_tok.decode(t), data.tgt_tok.decode(p),
+             sequence_accuracy([p], [t]) == 1.0)      # an <unk> in the target is never right
             for (s, t), p in zip(data.val[:count], predictions[:count])]
     if not rows:
         return
-    longest = max(len(text) for row in rows for text in row)
+    longest = max(len(text) for row in rows for text in row[:3])
     if longest <= 30:
         width = longest + 3
         print(f"  {'source':{width}s}{'target':{width}s}prediction")
-        for src, tgt, pred in rows:
-            print(f"  {src:{width}s}{tgt:{width}s}{pred:{width}s}"
-                  f"{'ok' if pred == tgt else 'WRONG'}")
+        for src, tgt, pred, right in rows:
+            print(f"  {src:{width}s}{tgt:{width}s}{pred:{width}s}{'ok' if right else 'WRONG'}")
         return
-    for src, tgt, pred in rows:
+    for src, tgt, pred, right in rows:
         print(f"  source:     {src}\n  target:     {tgt}\n"
-              f"  prediction: {pred}   ({'exact' if pred == tgt else 'differs'})\n")
+              f"  prediction: {pred}   ({'exact' if right else 'differs'})\n")
 
 
 def _example(trainer, data):
