@@ -6,11 +6,15 @@ in a fresh process (tests/doors.py), or at the public function a notebook calls.
 
 import re
 
+import numpy as np
 import pytest
 
 from doors import error, nt, ok
 
+from numpy_transformer.decoding import beam_search, greedy_decode, sample
+from numpy_transformer.errors import InputError
 from numpy_transformer.metrics import sequence_accuracy, token_accuracy
+from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
 
 QUICK = ["--quick", "--no-figures", "--no-progress"]
 
@@ -31,6 +35,13 @@ def specials_only_run(work):
     out = ok(nt("train", "--tsv", "pairs.tsv", "--min-freq", "100000", *QUICK, "--steps", "4",
                 "--warmup", "1", "--out", "runs/unk", cwd=work))
     return work / "runs" / "unk", out
+
+
+@pytest.fixture(scope="module")
+def lm_run(work):
+    (work / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--out", "runs/lm", cwd=work))
+    return work / "runs" / "lm"
 
 
 def _percent(name, text):
@@ -54,3 +65,49 @@ def test_a_vocabulary_of_specials_scores_no_exact_match_in_train_and_evaluate(wo
     out = ok(nt("evaluate", "--checkpoint", run / "best.npz", "--tsv", "pairs.tsv", cwd=work))
     assert _percent("exact_match", out) == 0.0
     assert _percent("token_accuracy", out) < 34.0
+
+
+# 2. Sampling at any positive temperature; search refuses a meaningless alpha or EOS id.
+
+def test_a_tiny_temperature_samples_greedily_even_below_the_overflow_of_one_over_t(lm_run):
+    common = ["--checkpoint", lm_run / "best.npz", "--max-new-tokens", "20", "--prompt", "to"]
+    greedy = ok(nt("generate", *common, "--top-k", "1"))
+    assert len(greedy) == len("to") + 20 + 1
+    for temperature in ("1e-300", "1e-310", "5e-324"):   # 1 / T overflows below ~5.6e-309
+        assert ok(nt("generate", *common, "--temperature", temperature)) == greedy
+
+
+def test_sample_at_the_smallest_positive_temperature_never_draws_padding():
+    model = GPT(GPTConfig(vocab_size=9, d_model=8, num_heads=2, d_ff=16, num_layers=1,
+                          max_len=12, seed=1))
+    prompt = np.full((4, 2), 5)
+    tiny = sample(model, prompt, 8, temperature=5e-324, rng=np.random.default_rng(0))
+    assert (tiny == sample(model, prompt, 8, top_k=1, rng=np.random.default_rng(0))).all()
+    assert (tiny[:, 2:] != 0).all()
+
+
+def _seq2seq():
+    return build_transformer(TransformerConfig(
+        src_vocab_size=9, tgt_vocab_size=7, d_model=8, num_heads=2, d_ff=16,
+        num_encoder_layers=1, num_decoder_layers=1, max_len=10, seed=2))
+
+
+@pytest.mark.parametrize("search,kwargs,name", [
+    (beam_search, dict(length_penalty=float("nan")), "length_penalty"),
+    (beam_search, dict(length_penalty=float("inf")), "length_penalty"),
+    (beam_search, dict(eos_id=7), "eos_id"),
+    (beam_search, dict(eos_id=-1), "eos_id"),
+    (greedy_decode, dict(eos_id=7), "eos_id"),
+    (greedy_decode, dict(bos_id=99), "bos_id"),
+])
+def test_search_refuses_a_meaningless_alpha_or_an_id_outside_the_vocabulary(search, kwargs,
+                                                                            name):
+    with pytest.raises(InputError, match=f"^{name}: expected "):
+        search(_seq2seq(), np.array([[4, 5, 6]]), **kwargs)
+
+
+@pytest.mark.parametrize("alpha", ["nan", "inf", "-1"])
+def test_the_alpha_option_refuses_nan_and_infinity(work, specials_only_run, alpha):
+    run, _ = specials_only_run
+    error(nt("translate", "--checkpoint", run / "best.npz", "--beam", "2", "--alpha", alpha,
+             "red cat", cwd=work), 2, "--alpha")

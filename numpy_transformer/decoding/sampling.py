@@ -44,18 +44,19 @@ def _draw(logits, excluded, temperature, top_k, rng):
     """One token per row from softmax(logits / temperature) over the top_k logits.
 
     logits (B, V) -> ids (B,); the ids in `excluded` are never drawn. The row max
-    is subtracted before dividing by the temperature, and the result is kept above
-    -700 (exp(-700) ~ 1e-304), so a tiny temperature leaves the best token alone
-    (greedy) instead of overflowing to inf - inf = NaN.
+    is subtracted and the result kept above -700 T before dividing by the temperature
+    (never multiplying by 1 / T, which overflows below T ~ 5.6e-309): the logits end in
+    [-700, 0] (exp(-700) ~ 1e-304) with the best token at 0, so any positive temperature,
+    however tiny, tends to greedy instead of giving 0 * inf = NaN.
     The uniform numbers come from the CPU generator `rng` (one per row and step),
     so a seed gives the same text on NumPy and CuPy: the token is the first index
     whose cumulative probability reaches u in (0, 1].
     """
     T = float(temperature)
-    logits = logits.astype(xp.float64)                     # a copy; 1 / 1e-300 fits float64
+    logits = logits.astype(xp.float64)                                 # a copy, (B, V)
     logits[:, list(excluded)] = -xp.inf                                           # (B, V)
     shifted = logits - logits.max(axis=-1, keepdims=True)                         # <= 0
-    logits = xp.maximum(shifted, -700.0 * T) * (1.0 / T)   # in [-700, 0]: exp(-700) ~ 0
+    logits = xp.maximum(shifted, -700.0 * T) / T           # in [-700, 0]: exp(-700) ~ 0
     logits[:, list(excluded)] = -xp.inf
     if top_k is not None:
         kth = xp.sort(logits, axis=-1)[:, -top_k][:, None]                       # (B, 1)

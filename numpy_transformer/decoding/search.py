@@ -15,6 +15,9 @@ evaluation during training, where a young model that never says EOS would
 otherwise decode 40 more positions per row.
 """
 
+import math
+import numbers
+
 from ..backend import to_numpy, xp
 from ..validation import check_ids, check_positive_int, message
 from ..errors import InputError, InputTypeError
@@ -54,6 +57,21 @@ def _src_and_steps(model, src, max_len, extra=GREEDY_EXTRA):
     return xp.asarray(src), steps
 
 
+def _check_search_args(model, length_penalty=0.0, **ids):
+    """alpha (length_penalty) a finite number >= 0; bos_id, eos_id ids of the target
+    vocabulary (an EOS the model cannot produce would never end a row)."""
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
+            or not 0 <= length_penalty < math.inf:
+        raise InputError(message("length_penalty", "a finite number >= 0 (alpha)",
+                                 repr(length_penalty)))
+    V = getattr(model.config, "tgt_vocab_size", None)     # None: a stand-in model (tests)
+    for name, value in ids.items() if V is not None else ():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+                or not 0 <= value < V:
+            raise InputError(message(name, f"a token id in [0, {V}) (the target vocabulary)",
+                                     repr(value)))
+
+
 def _next_logits(model, memory, src_mask, out, cache):
     """Logits (B, V) of the token after out (B, t), for an encoder-decoder model.
 
@@ -76,6 +94,7 @@ def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=Tru
     at config.max_len. cache: an empty KVCache to fill (to measure it afterwards).
     """
     src, steps = _src_and_steps(model, src, max_len)      # the ids on the model's device
+    _check_search_args(model, bos_id=bos_id, eos_id=eos_id)
     pad_id, B = model.config.pad_id, src.shape[0]
     with eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
@@ -147,10 +166,8 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     without BOS/EOS. beam_size=1 is greedy search.
     """
     check_positive_int(beam_size, "beam_size")
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
-            or length_penalty < 0:
-        raise InputError(message("length_penalty", "a number >= 0", repr(length_penalty)))
     src, steps = _src_and_steps(model, src, max_len, BEAM_EXTRA)
+    _check_search_args(model, length_penalty, bos_id=bos_id, eos_id=eos_id)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size
     _check_beam_memory(model, B * K, src.shape[1], steps)
     with eval_mode(model):
