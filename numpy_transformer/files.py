@@ -1,6 +1,7 @@
 """Files: writing them so that a crash never leaves a half-written one behind, and
 reading only regular files (a FIFO would block forever, /dev/zero never ends)."""
 
+import hashlib
 import json
 import os
 import stat
@@ -20,6 +21,10 @@ def check_regular_file(path, name):
     except OSError as err:
         raise InputError(message(name, "a readable file",
                                  f"{str(path)!r} ({err.strerror or err})")) from None
+    _check_mode(mode, path, name)
+
+
+def _check_mode(mode, path, name):
     if stat.S_ISDIR(mode):
         raise InputError(message(name, "a file", f"the directory {str(path)!r}"))
     if not stat.S_ISREG(mode):
@@ -29,15 +34,56 @@ def check_regular_file(path, name):
         raise InputError(message(name, "a regular file", f"{kind}: {str(path)!r}"))
 
 
+def open_regular(path, name):
+    """The regular file `path` opened for reading bytes, after check_regular_file.
+
+    It is opened without blocking and checked again once open, so a FIFO swapped in
+    between the two cannot hang the reader."""
+    check_regular_file(path, name)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        raise InputError(message(name, "a readable file",
+                                 f"{str(path)!r} ({err.strerror or err})")) from None
+    try:
+        _check_mode(os.fstat(fd).st_mode, path, name)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path, name):
+    """The bytes of the regular file `path` (see open_regular)."""
+    with open_regular(path, name) as f:
+        try:
+            return f.read()
+        except OSError as err:
+            raise InputError(message(name, "a readable file",
+                                     f"{str(path)!r} ({err.strerror or err})")) from None
+
+
+def file_sha256(path, name):
+    """The hex SHA-256 of the regular file `path` (see open_regular), read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open_regular(path, name) as f:
+        while chunk := f.read(2**20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 @contextmanager
 def atomic_write(path, mode="wb", suffix=""):
     """`with atomic_write(path) as f: ...` writes a temporary file beside `path` and, only
     when the block succeeds, flushes it to disk and renames it over `path` (an atomic step).
     If the block fails or is interrupted, the temporary file is removed and the old `path`,
-    if any, is untouched."""
+    if any, is untouched. An OS error names `path`, never the temporary file."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=folder)
+    except OSError as err:
+        raise _naming(err, path, None) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -48,10 +94,21 @@ def atomic_write(path, mode="wb", suffix=""):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(err, OSError) and _naming(err, path, tmp) is not err:
+            raise _naming(err, path, tmp) from None
         raise
+
+
+def _naming(err, path, tmp):
+    """`err` as the same OS error about `path` when it named the temporary file `tmp` (any
+    file when tmp is None; or none: a full disk while writing), so that a message names the
+    file asked for rather than `.tmp-XXXX`."""
+    if err.errno is None or (tmp is not None and err.filename not in (tmp, None)):
+        return err
+    return type(err)(err.errno, err.strerror, str(path))
 
 
 def write_json(path, data):

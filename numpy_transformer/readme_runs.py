@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import InputError
-from .files import write_json
+from .files import read_regular, write_json
 
 
 def _data_commands(dataset):
@@ -68,9 +68,8 @@ def readme_runs():
 
 def read_json(path):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        return json.loads(read_regular(path, str(path)).decode("utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read {path}: {err}") from None
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import read_regular
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DEFAULT = "default"
@@ -68,8 +69,8 @@ def read_visibility(source=None):
         return Visibility()
     if isinstance(source, (str, Path)):
         try:
-            source = json.loads(Path(source).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
+            source = json.loads(read_regular(source, "--visibility").decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise InputError(f"--visibility {source}: not valid JSON ({err})") from None
     if not isinstance(source, dict):
         raise InputError(f"--visibility: expected a JSON object mapping names to a visibility, "

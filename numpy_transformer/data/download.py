@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from .. import __version__
 from ..validation import message
 from ..errors import InputError
-from ..files import atomic_write
+from ..files import atomic_write, check_regular_file, file_sha256, read_regular
 
 GITHUB = "https://raw.githubusercontent.com"        # the default --base-url
 CHAR_RNN = "karpathy/char-rnn/master/data/tinyshakespeare"
@@ -177,8 +177,7 @@ DATASETS = {
 def read_manifest(path, dataset):
     """{path under --out: sha256} from a mirror's JSON manifest, checked against the table."""
     try:
-        with open(path, encoding="utf-8") as f:
-            table = json.load(f)
+        table = json.loads(read_regular(path, "--manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputError(message("--manifest", "a JSON file", f"{path!r} ({err})")) from None
     known = {f.path for f in DATASETS[dataset].files}
@@ -203,12 +202,14 @@ def fetch(dataset, out, *, base_url=GITHUB, manifest=None, log=print, progress=N
     for remote in DATASETS[dataset].files:
         final = os.path.join(out, remote.path)
         expected = (manifest or {}).get(remote.path, remote.sha256)
-        if os.path.exists(final):
+        if os.path.lexists(final):
             _check_existing(final, expected)
             log(f"  {final}: already there, sha256 ok")
         else:
             url = f"{base_url.rstrip('/')}/{remote.source}"
             part = final + (".gz" if remote.gzipped else "") + ".part"
+            if os.path.lexists(part):             # appended to: a FIFO there would hang
+                check_regular_file(part, part)
             resume = f" (resuming after {os.path.getsize(part):,} bytes)" \
                 if os.path.exists(part) else ""
             log(f"  {final}: downloading {url}{resume}")
@@ -318,8 +319,7 @@ def _install(part, final, expected, gzipped, url):
 
 
 def _check_existing(final, expected):
-    with open(final, "rb") as f:
-        actual = _sha256(f)
+    actual = file_sha256(final, final)
     if actual != expected:
         raise InputError(message(final, f"sha256 {expected}", f"{actual}; it is not the file "
                                  "this command downloads: move it away and run again"))

@@ -18,18 +18,13 @@ from pathlib import Path
 
 from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
-from ..files import check_regular_file
+from ..files import read_regular
 
 
 def read_text_file(path, name="path"):
     """The whole file at `path`, decoded as UTF-8 (strict); clear errors naming it."""
     path = Path(path)
-    check_regular_file(path, name)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise InputError(message(name, "a readable file",
-                                 f"{str(path)!r} ({err.strerror or err})")) from None
+    raw = read_regular(path, name)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -22,11 +22,13 @@ BPETokenizer of data/bpe.py: subwords learned by byte-pair encoding).
 """
 
 import json
+import os
 import operator
 from collections import Counter
 from pathlib import Path
 
 from ..backend import to_numpy
+from ..files import read_regular
 from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
 
@@ -196,12 +198,12 @@ class Tokenizer:
         `CharTokenizer.load` insists on a CharTokenizer.
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             raise FileNotFoundError(message("path", "an existing tokenizer file",
-                                            repr(str(path)))) from None
-        except (OSError, UnicodeDecodeError) as err:
+                                            repr(str(path))))
+        try:
+            text = read_regular(path, str(path)).decode("utf-8")
+        except UnicodeDecodeError as err:
             raise InputError(message(str(path), "a readable UTF-8 JSON file", repr(err))) from None
         try:
             data = json.loads(text)

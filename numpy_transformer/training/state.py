@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..files import atomic_write
+from ..files import atomic_write, read_regular
 from ..errors import InputError
 
 
@@ -53,8 +53,7 @@ class History:
     def load(cls, path):
         """Read a history.json; ValueError naming the file if it is not one."""
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = json.loads(read_regular(path, str(path)).decode("utf-8"))
             return cls(data["train"], data["eval"])
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
             raise InputError(f"{path}: not a training history file ({err})") from None
