@@ -14,6 +14,7 @@ a DIR that is not a student copy, bad markers) ends as every command's does:
 
 from ..assignment.parts import PARTS
 from .options import add_common, positive_float
+from .outputs import check_outputs, overwrite_option
 
 
 def _run_make(args):
@@ -23,6 +24,8 @@ def _run_make(args):
 
 def _run_grade(args):
     from ..assignment.grade_outputs import grade_command
+    check_outputs({"--json": args.json, "--gradescope": args.gradescope, "--csv": args.csv},
+                  inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
                          timeout=args.timeout)
@@ -30,6 +33,8 @@ def _run_grade(args):
 
 def _run_autograder(args):
     from ..assignment.autograder import make_autograder
+    check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
+                  overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout)
 
 
@@ -53,6 +58,7 @@ def _add_grade(commands):
                        help="grade only these parts (default: the copy's)")
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
+    overwrite_option(grade, "the files of --json, --gradescope and --csv")
     add_common(grade)
     grade.set_defaults(run=_run_grade)
 
@@ -66,6 +72,7 @@ def _add_autograder(commands):
     pack.add_argument("--visibility", metavar="FILE", help=VISIBILITY_HELP)
     pack.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                       help="time limit of each part (default 60)")
+    overwrite_option(pack, "ZIP")
     add_common(pack)
     pack.set_defaults(run=_run_autograder)
 

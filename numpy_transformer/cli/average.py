@@ -13,6 +13,7 @@ from ..checkpoint.average import save_average
 from ..errors import InputError
 from ..validation import message
 from .options import add_common
+from .outputs import check_outputs, overwrite_option
 
 
 def add_parser(commands):
@@ -27,7 +28,7 @@ def add_parser(commands):
                    help="checkpoint files (a quoted pattern such as 'runs/x/step-*.npz' is "
                    "expanded too)")
     p.add_argument("--out", required=True, metavar="AVG", help="the averaged checkpoint (.npz)")
-    p.add_argument("--overwrite", action="store_true", help="replace AVG if it exists")
+    overwrite_option(p, "AVG")
     add_common(p)
     p.set_defaults(run=run_average)
 
@@ -49,6 +50,7 @@ def _expand(names):
 
 def run_average(args):
     paths = _expand(args.checkpoints)
+    check_outputs({"--out": args.out}, inputs={"CKPT": paths}, overwrite=args.overwrite)
     meta = save_average(paths, args.out, overwrite=args.overwrite)
     steps = [s for s in meta["averaged_steps"] if s is not None]
     at = f" (step{'s' * (len(steps) > 1)} {', '.join(map(str, sorted(steps)))})" if steps else ""

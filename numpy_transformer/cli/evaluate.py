@@ -13,6 +13,7 @@ from ..data.corpus import fits, read_pairs
 from ..errors import InputError
 from ..metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
 from .options import add_common, nonnegative_float, nonnegative_int, positive_int
+from .outputs import check_outputs, overwrite_option
 
 
 def add_parsers(commands):
@@ -36,6 +37,7 @@ def add_parsers(commands):
                    "else 13a")
     p.add_argument("--json", metavar="FILE",
                    help="also write the scores, what was scored and the command to FILE")
+    overwrite_option(p)
     add_common(p)
     p.set_defaults(run=run_evaluate)
 
@@ -115,6 +117,9 @@ def _evaluation_pairs(args, meta, toks):
 
 
 def run_evaluate(args):
+    check_outputs({"--json": args.json}, overwrite=args.overwrite, inputs={
+        "--checkpoint": args.checkpoint, "--src": args.src, "--tgt": args.tgt,
+        "--tsv": args.tsv, "--text": args.text})
     model, toks, meta = load_run(args.checkpoint)
     if meta["kind"] == "lm":
         if not args.text:

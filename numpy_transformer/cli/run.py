@@ -23,6 +23,7 @@ from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from .options import config_from
+from .outputs import check_figures_folder, check_name
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
              "keep_last")
@@ -36,6 +37,9 @@ COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 def resolve_settings(args, kind, names, presets, quick):
     """(settings, Checkpoint to resume or None): presets < --quick < the options given."""
     explicit = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    for name in ("out", "figures"):     # '' must not quietly mean the default
+        if name in explicit:
+            check_name(f"--{name}", explicit[name])
     if args.resume:
         return _resumed_settings(args, kind, names, explicit)
     settings = dict.fromkeys(names)
@@ -49,6 +53,8 @@ def resolve_settings(args, kind, names, presets, quick):
         settings["warmup"] = min(settings["warmup"], settings["steps"] // 10)
         if settings["schedule"] == "noam":
             settings["warmup"] = max(1, settings["warmup"])
+    if settings.get("figures") and not args.no_figures:     # refused now, not after training
+        check_figures_folder(settings["figures"], overwrite=args.overwrite)
     return settings, None
 
 

@@ -12,10 +12,13 @@ that already holds a run (a checkpoint or a history) is refused unless the run
 is resumed from it or `overwrite` is given; with `overwrite` the old run's
 files are deleted first (RUN_FILES and the step-<N>.npz kept by --keep-last, never
 a file of another name), so no stale best.npz outlives it. Temporary files left
-by a save that was interrupted (`.tmp-*`) are removed.
+by a save that was interrupted (`.tmp-*`) are removed. A folder that is not
+empty and holds no run of ours (no checkpoint, no config.json written by a
+Trainer) is refused, even with `overwrite`: its files are someone else's.
 """
 
 import glob
+import json
 import os
 import re
 
@@ -51,10 +54,38 @@ class RunFolder:
                    for name in ("last.npz", "best.npz", "history.json")) \
             or bool(step_files(self.path))
 
+    def others(self):
+        """What the folder holds when it is neither empty nor a run of ours (else [])."""
+        if not os.path.isdir(self.path):
+            return []
+        names = sorted(n for n in os.listdir(self.path)
+                       if n != ".lock" and not n.startswith(".tmp-"))
+        checkpoints = any(os.path.exists(os.path.join(self.path, name))
+                          for name in ("last.npz", "best.npz")) or step_files(self.path)
+        return [] if checkpoints or self._our_config() else names
+
+    def _our_config(self):
+        """True if config.json is the one a Trainer writes (model_class, model, train)."""
+        try:
+            with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError):
+            return False
+        return isinstance(config, dict) and {"model_class", "model", "train"} <= set(config)
+
+    def _refuse_others(self):
+        others = self.others()
+        if others:
+            shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
+            raise InputError(message("--out", "a new or empty folder, or a run folder",
+                                     f"{self.path}, which holds other files ({shown}); "
+                                     f"choose another --out (--overwrite replaces only a run)"))
+
     def claim(self, *, resuming=False, overwrite=False):
         """Lock the folder for this process and check that no run in it would be lost."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise InputError(message("--out", "a folder", f"the file {self.path!r}"))
+        self._refuse_others()                # before the lock: nothing written there
         os.makedirs(self.path, exist_ok=True)
         self._take_lock()
         try:
