@@ -132,10 +132,13 @@ def attention_maps(model, src_ids, tgt_ids, src_tokenizer, tgt_tokenizer):
 
     Runs the model (eval mode) on source `src_ids` and decoder input <bos> +
     `tgt_ids`; returns {name: (weights (H, Tq, Tk), query labels, key labels)}
-    for "encoder_self", "decoder_self" and "cross" attention.
+    for "encoder_self", "decoder_self" and "cross" attention. An output as long
+    as the model's max_len (decoding stopped there, without <eos>) is cut to
+    max_len - 1 tokens: with <bos> that is the longest input the decoder takes.
     """
     from .backend import xp
     from .data.tokenizers import BOS_ID
+    tgt_ids = list(tgt_ids)[:model.config.max_len - 1]
     src = xp.asarray([list(src_ids)], dtype=xp.int64)                  # (1, S)
     tgt_in = xp.asarray([[BOS_ID] + list(tgt_ids)], dtype=xp.int64)   # (1, T)
     was_training = model.training

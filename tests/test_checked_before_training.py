@@ -42,3 +42,27 @@ def test_a_fifo_under_a_data_file_name_is_refused(tmp_path, name):
 def test_a_fifo_as_the_gradescope_visibility_is_refused(tmp_path, fifo):
     error(nt("assignment", "grade", tmp_path, "--gradescope", tmp_path / "results.json",
              "--visibility", fifo, cwd=tmp_path, timeout=WAIT), 2, "--visibility", "a FIFO")
+
+
+# A corpus run whose model fills --max-len draws its figures (the README's --max-len 14).
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A folder with words.tsv: 300 pairs of 3 to 8 words out of 200, the target reversed (an
+    untrained model's outputs run to --max-len: it seldom says <eos> among 200 words)."""
+    import random
+    folder = tmp_path_factory.mktemp("corpus")
+    draw = random.Random(0)
+    lines = []
+    for _ in range(300):
+        words = [f"w{draw.randrange(200)}" for _ in range(draw.randint(3, 8))]
+        lines.append(" ".join(words) + "\t" + " ".join(reversed(words)))
+    (folder / "words.tsv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_a_corpus_run_whose_outputs_fill_max_len_draws_its_attention_figures(corpus):
+    out = ok(nt("train", "--tsv", "words.tsv", "--max-len", "14", *QUICK, "--out", "runs/full",
+                cwd=corpus))
+    assert "attention_decoder_self.png" in out
+    assert (corpus / "runs" / "full" / "figures" / "attention_cross.png").is_file()
