@@ -87,7 +87,7 @@ def test_only_selects_lessons_and_bad_choices_are_refused(tmp_path):
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == \
         sorted([LESSONS[0].name, LESSONS[7].name, "README.md"])
     error(lessons("--only", "99"), 2, "--only", "'99'")
-    error(lessons("--html", tmp_path / "site", "--overwrite"), 2, "--overwrite", "--out")
+    error(lessons("--overwrite"), 2, "--overwrite", "--out", "--html")
     error(lessons("--from", tmp_path / "two" / "nowhere"), 2, "--from", "no lessons")
     assert not (tmp_path / "site").exists()
 

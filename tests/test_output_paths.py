@@ -91,3 +91,18 @@ def test_assignment_outputs_refuse_existing_files_and_each_other(tmp_path):
     zip_.write_text("mine")
     error(nt("assignment", "autograder", "--out", zip_), 2, "--out", "already exists")
     assert mine.read_text() == "mine" and zip_.read_text() == "mine"
+
+
+def test_lessons_html_refuses_existing_pages_as_out_refuses_lessons(tmp_path):
+    source = tmp_path / "mine"
+    source.mkdir()
+    cells = [{"id": "a", "cell_type": "code", "metadata": {}, "source": "print(6 * 7)",
+              "outputs": [], "execution_count": None}]
+    (source / "01_small.ipynb").write_text(json.dumps(
+        {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("my page")
+    error(nt("lessons", "--html", site, "--from", source), 2, "--html", "index.html",
+          "--overwrite")
+    assert (site / "index.html").read_text() == "my page"

@@ -33,8 +33,9 @@ def add_parsers(commands):
                    "or by the start of their name (e.g. --only 01 08)")
     p.add_argument("--from", dest="source", metavar="DIR", help="the lessons in DIR (e.g. a "
                    "copy you edited) instead of the package's")
-    p.add_argument("--overwrite", action="store_true", help="with --out: replace lesson files "
-                   "already in DIR that differ (by default that is refused)")
+    p.add_argument("--overwrite", action="store_true", help="replace files already in DIR: "
+                   "with --out, lessons that differ; with --html, the pages (by default that "
+                   "is refused)")
     p.add_argument("--timeout", type=positive_float, default=600, metavar="SECONDS",
                    help="with --html: how long one cell may run before its lesson fails "
                    "(default 600)")
@@ -45,12 +46,16 @@ def add_parsers(commands):
 def run_lessons(args):
     from ..errors import InputError
     from ..lessons_site import find_lessons, select
-    if args.overwrite and not args.out:
-        raise InputError("--overwrite goes with --out DIR")
+    if args.overwrite and not (args.out or args.html):
+        raise InputError("--overwrite goes with --out DIR or --html DIR")
+    for option, folder in (("--out", args.out), ("--html", args.html)):
+        if folder is not None and not folder.strip():
+            raise InputError(f"{option}: expected a folder name, got {folder!r}")
     lessons = select(find_lessons(args.source), args.only)
     if args.out:
         return _copy(lessons, args.out, args.overwrite)
     if args.html:
+        _check_pages(lessons, args.html, args.overwrite)
         return _site(lessons, args.html, args.timeout)
     return _list(lessons)
 
@@ -75,6 +80,18 @@ def _copy(lessons, out, overwrite):
     print(f"Open them with Jupyter (pip install \"numpy_transformer[notebooks]\" brings it):"
           f"\n  jupyter lab {out}")
     return 0
+
+
+def _check_pages(lessons, out, overwrite):
+    """--html DIR: the pages it would replace are refused without --overwrite, as --out's
+    lessons are (before any lesson runs)."""
+    from ..errors import InputError
+    names = [f"{lesson.name}.html" for lesson in lessons] + ["index.html"]
+    there = [name for name in names if os.path.lexists(os.path.join(out, name))]
+    if there and not overwrite:
+        raise InputError(f"--html {out}: {len(there)} file{'s' if len(there) > 1 else ''} "
+                         f"already there: {', '.join(there)} (pass --overwrite to replace "
+                         f"them)")
 
 
 def _site(lessons, out, timeout):
