@@ -66,3 +66,23 @@ def test_a_corpus_run_whose_outputs_fill_max_len_draws_its_attention_figures(cor
                 cwd=corpus))
     assert "attention_decoder_self.png" in out
     assert (corpus / "runs" / "full" / "figures" / "attention_cross.png").is_file()
+
+
+# Settings that --max-len makes impossible are found before the first step.
+
+def test_the_smallest_max_len_a_task_accepts_trains_and_evaluates(tmp_path):
+    ok(nt("train", "--task", "reverse", "--max-len", "11", *QUICK, "--eval-every", "3",
+          "--no-figures", "--out", "runs/r", cwd=tmp_path))
+
+
+@pytest.mark.parametrize("split", ["val", "test"])
+def test_a_held_out_set_emptied_by_max_len_is_refused_before_training(corpus, split):
+    short, long = "a b c\n" * 40, "a b c d e f g h i j k l\n" * 5
+    for side in ("src", "tgt"):
+        (corpus / f"short.{side}").write_text(short)
+        (corpus / f"long.{side}").write_text(long)
+    done = nt("train", "--src", "short.src", "--tgt", "short.tgt", f"--{split}-src", "long.src",
+              f"--{split}-tgt", "long.tgt", "--max-len", "8", *QUICK, "--out", f"runs/{split}",
+              cwd=corpus)
+    error(done, 2, "--max-len", "validation" if split == "val" else "test")
+    assert "training a Transformer" not in done.stdout

@@ -88,7 +88,8 @@ def task_data(s):
                                  f"(the task's longest sequence)", s["max_len"]))
     rng = np.random.default_rng([s["seed"], 1])
     val = encode_pairs(task.sample(rng, s["eval_examples"], split="test"), tok)
-    return Seq2SeqData(task.name, task, None, tok, tok, val, None, task.max_tgt_len + 2, False)
+    decode_len = min(task.max_tgt_len + 2, s["max_len"])     # never past the model's max_len
+    return Seq2SeqData(task.name, task, None, tok, tok, val, None, decode_len, False)
 
 
 def make_tokenizers(s, train):
@@ -136,9 +137,10 @@ def corpus_data(s, tokenizers=None):
                          ("test", test or [])):
         splits[split], refs[split] = _fitting(encode_pairs(pairs, src_tok, tgt_tok), pairs,
                                               s["max_len"], split, dropped)
-    if not splits["training"]:
-        raise InputError(message("--max-len", "a limit that keeps some training pairs",
-                                 f"{s['max_len']} (every pair is longer)"))
+    for split in ("training", "validation") + (("test",) if test else ()):
+        if not splits[split]:               # found now, not at the first evaluation
+            raise InputError(message("--max-len", f"a limit that keeps some {split} pairs",
+                                     f"{s['max_len']} (every {split} pair is longer)"))
     return Seq2SeqData("translation", None, splits["training"], src_tok, tgt_tok,
                        splits["validation"], splits["test"] or None, None, True, dropped,
                        refs["validation"], refs["test"] or None)
