@@ -70,6 +70,13 @@ def test_evaluate_json_never_writes_over_its_checkpoint_or_the_run(run, tmp_path
     error(nt("evaluate", "--checkpoint", run / "best.npz", "--json", ""), 2, "--json")
 
 
+def test_a_write_error_names_the_file_asked_for_not_a_temporary_one(run, tmp_path):
+    long = tmp_path / ("s" * 300 + ".json")
+    first = error(nt("evaluate", "--checkpoint", run / "best.npz", "--examples", "5",
+                     "--json", long), 2, "File name too long", str(long))
+    assert ".tmp-" not in first
+
+
 def test_average_never_writes_over_one_of_its_checkpoints(run):
     before = (run / "last.npz").read_bytes()
     error(nt("average", run / "last.npz", run / "best.npz", "--out", run / "last.npz",
@@ -106,3 +113,13 @@ def test_lessons_html_refuses_existing_pages_as_out_refuses_lessons(tmp_path):
     error(nt("lessons", "--html", site, "--from", source), 2, "--html", "index.html",
           "--overwrite")
     assert (site / "index.html").read_text() == "my page"
+
+
+def test_gradescope_results_errors_name_the_file_not_a_temporary_one(tmp_path):
+    from numpy_transformer.assignment.gradescope import write_json
+    long = tmp_path / ("g" * 300 + ".json")
+    with pytest.raises(OSError) as caught:
+        write_json(long, {"score": 0})
+    assert caught.value.filename == str(long) and not list(tmp_path.iterdir())
+    write_json(tmp_path / "results.json", {"score": 1})
+    assert json.loads((tmp_path / "results.json").read_text()) == {"score": 1}

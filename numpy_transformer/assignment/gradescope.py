@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..files import read_regular
+from ..files import atomic_write, read_regular
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DEFAULT = "default"
@@ -156,8 +156,7 @@ def not_graded_results(message, parts=None, visibility=None, execution_time=None
 
 
 def write_json(path, data):
-    """Write `data` as JSON to `path` atomically (a reader never sees half a file)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """Write `data` as JSON to `path` atomically (a reader never sees half a file; an error
+    names `path`)."""
+    with atomic_write(path, "w", suffix=".json") as f:
+        f.write(json.dumps(data, indent=2) + "\n")
