@@ -125,7 +125,8 @@ def add_training_options(p, token_batches=False, keep_last=False):
     g.add_argument("--resume", metavar="CKPT", help="continue the run saved in CKPT "
                    "(its settings are reused; --steps may extend it)")
     g.add_argument("--overwrite", action="store_true",
-                   help="replace a run already in OUT (by default that is refused)")
+                   help="replace a run already in OUT (by default that is refused; a folder "
+                   "of other files is refused even so), and figures already in --figures")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--quick", action="store_true",
                    help="a tiny run of a few seconds (smoke tests, CI)")
