@@ -8,6 +8,7 @@ Exit status: 0 done, 2 bad input (`error: ...`, one line), 1 a diverged run or a
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -192,9 +193,10 @@ def test_resume_alone_continues_a_corpus_run(work, corpus):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    hint = [line for line in stdout.splitlines() if "continue with --resume" in line][0]
-    resume = hint.split("continue with ")[1].split()       # exactly what the message says
-    assert "BLEU" in ok(nt("train", *resume, "--steps", "30", *QUICK, cwd=work))
+    hint = [line for line in stdout.splitlines() if "continue with: " in line][0]
+    command = shlex.split(hint.split("continue with: ")[1])   # exactly what the message says
+    assert command[:4] == ["python", "-m", "numpy_transformer", "train"], hint
+    assert "BLEU" in ok(nt(*command[3:], "--steps", "30", *QUICK, cwd=work))
 
 
 def test_resume_alone_continues_a_language_model_and_kinds_name_their_command(work, lm_run,

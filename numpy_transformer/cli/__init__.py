@@ -17,7 +17,7 @@ training commands share in run.py. Exit status: 0 done, 2 bad input (an
 `InputError` or an OS error such as a missing file: a one-line `error: ...`),
 1 a diverged run, a grade below full marks, or a bug in the package (reported
 as one, never disguised as bad input), 130/143/141 a run stopped by Ctrl-C,
-SIGTERM or a closed output after saving a checkpoint. `--debug` shows the
+SIGTERM or SIGHUP, or a closed output after saving a checkpoint. `--debug` shows the
 traceback of any error.
 """
 

@@ -7,7 +7,8 @@
 A corpus is tokenised by words, or by byte-pair encoding with s["bpe"] merges
 (data/bpe.py); s["joint_vocab"] fits one tokenizer on both sides, which
 s["share_embeddings"] (one matrix for both embeddings and the output) requires.
-A resumed run passes its saved tokenizers instead of fitting new ones.
+A resumed run (of either kind) passes its saved tokenizers instead of fitting new
+ones, so that every id keeps the meaning the model learned.
 
 `settings` is a dict of the run's settings, named as the fields of the
 configurations (`max_len` is TransformerConfig.max_len, the longest sequence the
@@ -155,12 +156,14 @@ def seq2seq_data(s, tokenizers=None):
     return corpus_data(s, tokenizers) if corpus else task_data(s)
 
 
-def text_data(s):
+def text_data(s, tokenizer=None):
     """(CharTokenizer, training ids, held-out ids) of the text file s["text"]: the first 90%
-    trains, the last 10% is held out; both hold at least one window of s["max_len"] + 1."""
+    trains, the last 10% is held out; both hold at least one window of s["max_len"] + 1.
+    `tokenizer`: a resumed run's own, used instead of fitting a new one (characters it does
+    not know read as <unk>)."""
     text = load_text(s["text"], "--text")
     train_text, val_text = split_text(text, 0.1)
-    tok = CharTokenizer.from_texts([text])
+    tok = tokenizer or CharTokenizer.from_texts([text])
     train_ids, val_ids = tok.encode(train_text), tok.encode(val_text)
     for part, ids in (("first 90%", train_ids), ("last 10%", val_ids)):
         if len(ids) < s["max_len"] + 1:

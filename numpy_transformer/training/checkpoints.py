@@ -1,11 +1,15 @@
 """The Trainer's run folder, checkpoints and resuming (a mixin of loop.Trainer).
 
     save_checkpoint(name)   out/<name> + history.json; refuses non-finite weights
-                            (and out/step-<N>.npz of the last `keep_last` saves of last.npz)
-    claim_out()             lock `out`, write the tokenizers and config.json
+                            (and out/step-<N>.npz of the last `keep_last` saves of last.npz);
+                            a write that fails (a full disk) names its file and the last
+                            good checkpoint
+    claim_out()             lock `out`, write the tokenizers and config.json; a run resumed
+                            from an earlier checkpoint may not replace its later ones
     resume(checkpoint)      continue exactly where a checkpoint left off
 """
 
+import contextlib
 import os
 from dataclasses import asdict
 
@@ -41,8 +45,11 @@ class Checkpoints:
         if not all(bool(xp.isfinite(p).all()) for _, p, _ in self.model.named_parameters()):
             self._diverged("a weight became NaN or infinite", self.step)
         path = os.path.join(self.out, name)
-        save_checkpoint(path, self.model, self.optimizer, **self._metadata())
-        self.history.save(os.path.join(self.out, "history.json"))
+        with self._writing(path):
+            save_checkpoint(path, self.model, self.optimizer, **self._metadata())
+        history = os.path.join(self.out, "history.json")
+        with self._writing(history):
+            self.history.save(history)
         if name == "last.npz":
             self.last_checkpoint = (path, self.step)
             if self.config.keep_last:
@@ -54,12 +61,31 @@ class Checkpoints:
 
         Files of later steps are left by a run resumed from an earlier checkpoint: like
         its last.npz, they belong to the future this run rewrites, and go."""
-        save_checkpoint(os.path.join(self.out, f"step-{self.step}.npz"), self.model,
-                        self.optimizer, **self._metadata())
+        path = os.path.join(self.out, f"step-{self.step}.npz")
+        with self._writing(path):
+            save_checkpoint(path, self.model, self.optimizer, **self._metadata())
         saved = step_files(self.out)                    # [(step, path)], by step
         done = [path for step, path in saved if step <= self.step]
         for path in done[:-K] + [path for step, path in saved if step > self.step]:
             os.remove(path)
+
+    def kept(self):
+        """Which checkpoint is the last good one, in words."""
+        if self.last_checkpoint is None:
+            return "no checkpoint had been written yet"
+        path, step = self.last_checkpoint
+        return f"the last good checkpoint is {path} (step {step})"
+
+    @contextlib.contextmanager
+    def _writing(self, path):
+        """An OSError while writing `path` (a full disk) names it and the last good checkpoint
+        (the file being replaced is untouched: saves are atomic)."""
+        try:
+            yield
+        except OSError as err:
+            reason = err.strerror or " ".join(str(err).split())
+            raise OSError(err.errno, f"could not write it ({reason}); {self.kept()}",
+                          path) from err
 
     def claim_out(self):
         """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
@@ -69,8 +95,10 @@ class Checkpoints:
         if self.out is None:
             return
         here = os.path.realpath(self.out)
-        resuming = self._owns_out or self._resumed_from == here
-        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite)
+        in_place = self._resumed_from == here and not self._owns_out   # resumed from here
+        resuming = self._owns_out or in_place
+        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite,
+                                                 step=self.step if in_place else None)
         self._owns_out = True
         for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))

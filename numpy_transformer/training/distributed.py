@@ -45,7 +45,7 @@ from .loop import Trainer
 from .mpi_world import abort, mpi_names
 from .state import model_generators
 
-STOP_REASONS = ("SIGINT", "SIGTERM", "closed output", "stop requested")
+STOP_REASONS = ("SIGINT", "SIGTERM", "closed output", "stop requested", "SIGHUP")
 
 
 class DataParallelTrainer(Trainer):

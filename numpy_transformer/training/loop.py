@@ -16,13 +16,16 @@ run), and `out/best.npz` whenever the best metric improves.
 
 Nothing is lost: the run folder is locked and never silently reused
 (run_folder.py); only finite weights are saved, so a NaN loss raises
-`TrainingDiverged` naming a good checkpoint; Ctrl-C, SIGTERM and a closed
-output finish the step, save and return (signals.py). On a GPU the loss of a
+`TrainingDiverged` naming a good checkpoint; Ctrl-C, SIGTERM, a closed terminal
+(SIGHUP) and a closed output finish the step, save and return (signals.py), saying
+the command that continues the run; a save that fails (a full disk) names the file
+and the last good checkpoint (checkpoints.py). On a GPU the loss of a
 step stays on the device until it is logged, evaluated or saved (pending.py).
 """
 
 import math
 import os
+import shlex
 import time
 
 import numpy as np
@@ -51,11 +54,13 @@ class Trainer(Checkpoints):
     metadata:    more JSON values stored in every checkpoint and in config.json
     callbacks:   callback(trainer) after every step
     log:         where progress lines go (print; None for silence)
+    resume_command: resume_command(path) -> the command line that continues the run from
+                 the checkpoint `path`, quoted for a shell (said when a run is stopped)
     """
 
     def __init__(self, model, stream, config=None, *, evaluate=None, best_metric="loss",
                  higher_is_better=None, out=None, overwrite=False, tokenizers=None,
-                 metadata=None, callbacks=(), log=print):
+                 metadata=None, callbacks=(), log=print, resume_command=None):
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
         optimizer_class = AdamW if c.weight_decay else Adam
@@ -68,6 +73,7 @@ class Trainer(Checkpoints):
         self.higher_is_better = best_metric not in ("loss", "perplexity") \
             if higher_is_better is None else higher_is_better
         self.out, self.overwrite, self.log = out, overwrite, log
+        self.resume_command = resume_command or (lambda path: f"--resume {shlex.quote(path)}")
         self.callbacks = list(callbacks)
         self.tokenizers = dict(tokenizers or {})
         self.metadata = dict(metadata or {})
@@ -116,13 +122,8 @@ class Trainer(Checkpoints):
         return loss
 
     def _diverged(self, what, step=None):
-        if self.last_checkpoint is None:
-            kept = "no checkpoint had been written yet"
-        else:
-            kept = f"the last good checkpoint is {self.last_checkpoint[0]} " \
-                   f"(step {self.last_checkpoint[1]})"
         step = self.step + 1 if step is None else step
-        raise TrainingDiverged(f"training stopped at step {step}: {what}; {kept}. "
+        raise TrainingDiverged(f"training stopped at step {step}: {what}; {self.kept()}. "
                                "Try a smaller --lr, a longer --warmup or gradient clipping.")
 
     # The loop.
@@ -140,7 +141,8 @@ class Trainer(Checkpoints):
             self._flush()
             if interrupted:
                 path = self.save_checkpoint()
-                where = f"; saved {path}, continue with --resume {path}" if path else ""
+                where = f"; saved {path}, continue with: {self.resume_command(path)}" \
+                    if path else ""
                 self._write(f"stopped at step {self.step} ({self.stop_reason}){where}")
             else:
                 if not self.history.eval or self.history.eval[-1]["step"] != self.step:
@@ -234,12 +236,13 @@ class Trainer(Checkpoints):
                         f"{speed:,.0f} tok/s")
 
     def request_stop(self, reason="stop requested"):
-        """Stop after the current step and save (what Ctrl-C and SIGTERM do; for notebooks)."""
+        """Stop after the current step and save (what Ctrl-C, SIGTERM and SIGHUP do; for
+        notebooks)."""
         if self._stop:
             return
         self._stop, self.stop_reason = True, reason
-        if reason in ("SIGINT", "SIGTERM"):
-            name = "Ctrl-C" if reason == "SIGINT" else reason
+        if reason in ("SIGINT", "SIGTERM", "SIGHUP"):
+            name = {"SIGINT": "Ctrl-C", "SIGHUP": "SIGHUP (terminal closed)"}.get(reason, reason)
             self._write(f"{name}: stopping after this step and saving a checkpoint "
                         f"(send it again to stop at once)")
 

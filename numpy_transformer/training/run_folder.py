@@ -11,9 +11,12 @@ is refused instead of mixing its checkpoints with the first one's. A folder
 that already holds a run (a checkpoint or a history) is refused unless the run
 is resumed from it or `overwrite` is given; with `overwrite` the old run's
 files are deleted first (RUN_FILES and the step-<N>.npz kept by --keep-last, never
-a file of another name), so no stale best.npz outlives it. Temporary files left
-by a save that was interrupted (`.tmp-*`) are removed. A folder that is not
-empty and holds no run of ours (no checkpoint, no config.json written by a
+a file of another name), so no stale best.npz outlives it. A run resumed in its own
+folder from an earlier checkpoint (`claim(resuming=True, step=N)`, N the step of
+best.npz or of a step-<N>.npz) is refused while the folder holds a later last.npz or
+step-<N>.npz, which it would replace: it branches into a new folder (--out) instead.
+Temporary files left by a save that was interrupted (`.tmp-*`) are removed. A folder
+that is not empty and holds no run of ours (no checkpoint, no config.json written by a
 Trainer) is refused, even with `overwrite`: its files are someone else's.
 """
 
@@ -21,6 +24,7 @@ import glob
 import json
 import os
 import re
+import shlex
 
 from ..validation import message
 from ..errors import InputError
@@ -54,6 +58,28 @@ class RunFolder:
                    for name in ("last.npz", "best.npz", "history.json")) \
             or bool(step_files(self.path))
 
+    def later_checkpoints(self, step):
+        """[name] of the folder's last.npz and step-<N>.npz written after `step`."""
+        from ..checkpoint import read_checkpoint_arrays
+        later = [os.path.basename(path) for n, path in step_files(self.path) if n > step]
+        last = os.path.join(self.path, "last.npz")
+        try:
+            saved = read_checkpoint_arrays(last)[0]["metadata"]["step"]
+        except (InputError, OSError, KeyError, TypeError):
+            saved = None                   # none, or unreadable: nothing good is replaced
+        if isinstance(saved, int) and saved > step:
+            later.insert(0, f"last.npz (step {saved})")
+        return later
+
+    def _refuse_replacing(self, step):
+        later = self.later_checkpoints(step)
+        if later:
+            raise InputError(
+                f"--resume: {self.path} holds checkpoints of this run later than step {step} "
+                f"({', '.join(later)}), which resuming there would replace; branch into a new "
+                f"folder with --out NEWDIR, or continue the latest with --resume "
+                f"{shlex.quote(os.path.join(self.path, 'last.npz'))}")
+
     def others(self):
         """What the folder holds when it is neither empty nor a run of ours (else [])."""
         if not os.path.isdir(self.path):
@@ -81,14 +107,17 @@ class RunFolder:
                                      f"{self.path}, which holds other files ({shown}); "
                                      f"choose another --out (--overwrite replaces only a run)"))
 
-    def claim(self, *, resuming=False, overwrite=False):
-        """Lock the folder for this process and check that no run in it would be lost."""
+    def claim(self, *, resuming=False, overwrite=False, step=None):
+        """Lock the folder for this process and check that no run in it would be lost
+        (`step`: the step of the checkpoint a run resumed in this folder starts from)."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise InputError(message("--out", "a folder", f"the file {self.path!r}"))
         self._refuse_others()                # before the lock: nothing written there
         os.makedirs(self.path, exist_ok=True)
         self._take_lock()
         try:
+            if resuming and step is not None:
+                self._refuse_replacing(step)
             if self.holds_run() and not resuming:
                 if not overwrite:
                     last = os.path.join(self.path, "last.npz")

@@ -1,11 +1,13 @@
-"""Stopping a run cleanly: Ctrl-C (SIGINT), SIGTERM and a closed output all save first.
+"""Stopping a run cleanly: Ctrl-C (SIGINT), SIGTERM, a closed terminal (SIGHUP) and a
+closed output all save first.
 
-While `stop_requests(on_request)` is active in the main thread, SIGINT (Ctrl-C)
-and SIGTERM (what `kill` and job schedulers send) call `on_request(name)`
-instead of killing the process; the training loop then finishes the current
-step, writes a checkpoint and returns. A second signal raises KeyboardInterrupt
-at once. `EXIT_STATUS` maps the reason to the conventional exit status (128 +
-the signal's number).
+While `stop_requests(on_request)` is active in the main thread, SIGINT (Ctrl-C),
+SIGTERM (what `kill` and job schedulers send) and SIGHUP (the terminal was
+closed) call `on_request(name)` instead of killing the process; the training
+loop then finishes the current step, writes a checkpoint and returns. A second
+signal raises KeyboardInterrupt at once. `EXIT_STATUS` maps the reason to the
+conventional exit status (128 + the signal's number; SIGHUP exits as SIGTERM
+does, 143, since both mean "stopped from outside, saved").
 """
 
 import contextlib
@@ -14,12 +16,14 @@ import signal
 import sys
 import threading
 
-EXIT_STATUS = {"SIGINT": 130, "SIGTERM": 143, "closed output": 141}
+EXIT_STATUS = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 143, "closed output": 141}
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))          # Windows has no SIGHUP
 
 
 @contextlib.contextmanager
 def stop_requests(on_request):
-    """Route SIGINT and SIGTERM to on_request(signal name) (main thread only)."""
+    """Route SIGINT, SIGTERM and SIGHUP to on_request(signal name) (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -31,7 +35,7 @@ def stop_requests(on_request):
         requested.append(signum)
         on_request(signal.Signals(signum).name)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -51,7 +55,8 @@ def silence_stdout():
 
 def write_line(text, bar, log, closed):
     """Write to the progress bar, else the log, else (output closed) stderr; False when the
-    output turns out to be closed (a broken pipe), after silencing it."""
+    output turns out to be closed (a broken pipe, or a closed terminal's I/O error), after
+    silencing it."""
     try:
         if bar is not None:
             bar.write(text)
@@ -60,6 +65,6 @@ def write_line(text, bar, log, closed):
         elif closed:
             print(text, file=sys.stderr)
         return True
-    except BrokenPipeError:
+    except OSError:                     # BrokenPipeError, or EIO from a closed terminal
         silence_stdout()
         return False
