@@ -111,3 +111,67 @@ def test_the_alpha_option_refuses_nan_and_infinity(work, specials_only_run, alph
     run, _ = specials_only_run
     error(nt("translate", "--checkpoint", run / "best.npz", "--beam", "2", "--alpha", alpha,
              "red cat", cwd=work), 2, "--alpha")
+
+
+# 3. An option of the other kind of checkpoint is refused, never silently ignored.
+
+@pytest.fixture(scope="module")
+def task_run(work):
+    ok(nt("train", "--task", "reverse", *QUICK, "--out", "runs/reverse", cwd=work))
+    return work / "runs" / "reverse"
+
+
+def test_evaluate_text_on_an_encoder_decoder_checkpoint_is_refused(work, task_run, lm_run):
+    first = error(nt("evaluate", "--checkpoint", task_run / "best.npz", "--text", "text.txt",
+                     cwd=work), 2, "--text", "language-model checkpoints")
+    assert "encoder-decoder checkpoint" in first
+
+
+@pytest.mark.parametrize("option", [["--task", "reverse"], ["--src", "pairs.tsv"],
+                                    ["--tgt", "pairs.tsv"], ["--tsv", "pairs.tsv"],
+                                    ["--beam", "4"], ["--alpha", "1.0"],
+                                    ["--bleu-tokenize", "none"]])
+def test_evaluate_refuses_encoder_decoder_options_for_a_language_model(work, lm_run, option):
+    first = error(nt("evaluate", "--checkpoint", lm_run / "best.npz", "--text", "text.txt",
+                     *option, cwd=work), 2, option[0], "encoder-decoder checkpoints")
+    assert "a language-model checkpoint" in first
+
+
+# 4. Symbols outside the vocabulary are warned of, wherever they come in.
+
+def test_evaluate_task_warns_of_characters_outside_the_vocabulary(work, task_run):
+    out = ok(nt("evaluate", "--checkpoint", task_run / "best.npz", "--task", "dates",
+                "--examples", "20", cwd=work))
+    assert re.search(r"warning: \d+ of \d+ characters of the dates task \(sources\) are not in "
+                     r"the model's vocabulary \(read as <unk>\)", out), out
+    assert "warning: 200 of 200 characters of the dates task (references)" in out
+    out = ok(nt("evaluate", "--checkpoint", task_run / "best.npz", "--examples", "20",
+                cwd=work))
+    assert "warning" not in out                         # its own task: every character known
+
+
+def test_generate_warns_once_naming_the_unknown_prompt_characters(lm_run):
+    done = nt("generate", "--checkpoint", lm_run / "best.npz", "--prompt", "tQ\u00e9Q",
+              "--max-new-tokens", "5")
+    out = ok(done)
+    assert done.stderr.count("warning") == 1, done.stderr
+    assert ("warning: 2 characters of --prompt are not in the model's vocabulary (read as "
+            "<unk>): 'Q\u00e9'") in done.stderr
+    assert "warning" not in out                         # the text alone on standard output
+    quiet = nt("generate", "--checkpoint", lm_run / "best.npz", "--prompt", "to be",
+               "--max-new-tokens", "5")
+    assert ok(quiet) and "warning" not in quiet.stderr
+
+
+# 5. Held-out example counts are bounded, the bound stated in --help.
+
+@pytest.mark.parametrize("command,option", [("evaluate", "--examples"),
+                                            ("train", "--eval-examples")])
+def test_example_counts_are_bounded_and_the_bound_is_in_the_help(work, task_run, command,
+                                                                 option):
+    args = ["--checkpoint", task_run / "best.npz"] if command == "evaluate" else \
+        ["--task", "reverse", *QUICK, "--out", "runs/never"]
+    error(nt(command, *args, option, "1000000000", cwd=work), 2, option, "100,000")
+    assert not (work / "runs" / "never").exists()
+    help_text = " ".join(ok(nt(command, "--help")).split())
+    assert re.search(rf"{option} \S+ held-out [^-]*at most 100,000", help_text)

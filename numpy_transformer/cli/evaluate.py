@@ -12,7 +12,8 @@ from ..data import UNK_ID, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError
 from ..metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
-from .options import add_common, nonnegative_float, nonnegative_int, positive_int
+from .options import (MAX_EXAMPLES, add_common, examples_int, nonnegative_float,
+                      nonnegative_int, positive_int)
 from .outputs import check_outputs, overwrite_option
 
 
@@ -27,8 +28,9 @@ def add_parsers(commands):
     p.add_argument("--tgt", help="reference translations, line-aligned with --src")
     p.add_argument("--tsv", help="'source<TAB>reference' lines")
     p.add_argument("--text", help="a text file (language models: the whole file is scored)")
-    p.add_argument("--examples", type=positive_int, default=1000,
-                   help="held-out task examples to generate (default 1000)")
+    p.add_argument("--examples", type=examples_int, default=1000,
+                   help=f"held-out task examples to generate (default 1000, at most "
+                   f"{MAX_EXAMPLES:,})")
     add_beam_options(p)
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the examples")
     p.add_argument("--bleu-tokenize", choices=("13a", "none"),
@@ -112,8 +114,32 @@ def _evaluation_pairs(args, meta, toks):
         raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
     task = get_task(name)
     pairs = task.sample(np.random.default_rng([args.seed, 2]), args.examples, split="test")
-    return encode_pairs(pairs, toks["src"], toks["tgt"]), None, task.max_tgt_len + 2, \
+    encoded = encode_pairs(pairs, toks["src"], toks["tgt"])
+    for side, k in (("sources", 0), ("references", 1)):
+        _warn_unknown([i for pair in encoded for i in pair[k]], f"the {name} task ({side})",
+                      "characters")
+    return encoded, None, task.max_tgt_len + 2, \
         f"{args.examples} held-out examples of the {name} task (test split, seed {args.seed})"
+
+
+SEQ2SEQ_OPTIONS = ("task", "src", "tgt", "tsv", "bleu_tokenize")    # None unless given
+
+
+def _refuse_the_other_kinds_options(args, kind):
+    """An option meant for the other kind of checkpoint would be silently ignored: refuse it."""
+    if kind != "lm" and args.text:
+        raise InputError(message("--text", "a language-model checkpoint (--text is for "
+                                 "language-model checkpoints, written by train-lm)",
+                                 f"{args.checkpoint}, an encoder-decoder checkpoint (score "
+                                 "it with --task, --src/--tgt or --tsv)"))
+    given = [n for n in SEQ2SEQ_OPTIONS if getattr(args, n)] + ["beam"] * (args.beam > 1) \
+        + ["alpha"] * (args.alpha != 0.6)
+    if kind == "lm" and given:
+        name = "--" + given[0].replace("_", "-")
+        raise InputError(message(name, f"an encoder-decoder checkpoint ({name} is for "
+                                 "encoder-decoder checkpoints, written by train)",
+                                 f"{args.checkpoint}, a language-model checkpoint (score "
+                                 "it with --text FILE alone)"))
 
 
 def run_evaluate(args):
@@ -121,6 +147,7 @@ def run_evaluate(args):
         "--checkpoint": args.checkpoint, "--src": args.src, "--tgt": args.tgt,
         "--tsv": args.tsv, "--text": args.text})
     model, toks, meta = load_run(args.checkpoint)
+    _refuse_the_other_kinds_options(args, meta["kind"])
     if meta["kind"] == "lm":
         if not args.text:
             raise InputError("evaluating a language model needs --text FILE")

@@ -8,12 +8,12 @@ the mean loss in nats per character and the perplexity exp(loss).
 """
 
 import shlex
+import sys
 import time
 from functools import partial
 
 from ..checkpoint import load_run
 from ..data.corpus import text_data
-from ..data.loaders import load_text
 from ..decoding import generate_text
 from ..metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
@@ -76,7 +76,7 @@ def run_train_lm(args):
     if not s["text"]:
         raise InputError("train-lm needs --text FILE (or --resume CKPT)")
     s["out"] = s["out"] or "runs/lm"
-    tok, train_ids, val_ids = text_data(s, _saved_tokenizer(ckpt, s["text"]))
+    tok, train_ids, val_ids = text_data(s)
     stream = TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"])
     if ckpt is not None:
         model = ckpt.model
@@ -107,25 +107,20 @@ def run_train_lm(args):
     return 0
 
 
-def _saved_tokenizer(ckpt, text):
-    """A resumed run's character tokenizer, so that every id keeps its meaning even if the
-    text changed (None for a fresh run: it is fitted on the text); warns, in one line, of
-    characters of the text it does not know (they read as <unk>)."""
-    if ckpt is None:
-        return None
-    _, toks, _ = load_run(ckpt.path, "lm", option="--resume", ckpt=ckpt)
-    tok = toks["text"]
-    unknown = sorted(set(load_text(text, "--text")) - set(tok.symbols))
+def warn_unknown_prompt(tok, prompt):
+    """One warning (on stderr: stdout is the text) naming the prompt's characters outside
+    the model's vocabulary, which the model reads, and the output shows, as <unk>."""
+    from ..data import UNK_ID
+    unknown = [c for c in sorted(set(prompt)) if UNK_ID in tok.encode(c)]
     if unknown:
-        shown = "".join(unknown[:20]) + ("..." if len(unknown) > 20 else "")
-        print(f"warning: {text} now holds {len(unknown)} character{'s' * (len(unknown) > 1)} "
-              f"the run's saved vocabulary lacks ({shown!r}); they read as <unk> (the run "
-              f"keeps its saved tokenizer)")
-    return tok
+        print(f"warning: {len(unknown)} character{'s' * (len(unknown) > 1)} of --prompt "
+              f"{'are' if len(unknown) > 1 else 'is'} not in the model's vocabulary (read as "
+              f"<unk>): {''.join(unknown)!r}", file=sys.stderr)
 
 
 def run_generate(args):
     model, toks, _ = load_run(args.checkpoint, kind="lm")
+    warn_unknown_prompt(toks["text"], args.prompt)
     print(generate_text(model, toks["text"], args.prompt, args.max_new_tokens,
                         temperature=args.temperature, top_k=args.top_k, seed=args.seed,
                         stop_at_eos=args.stop_at_eos))

@@ -42,6 +42,9 @@ nonnegative_int = _typed(int, lambda v: v >= 0, "an integer >= 0")
 positive_float = _typed(float, lambda v: 0 < v < float("inf"), "a number > 0")
 nonnegative_float = _typed(float, lambda v: 0 <= v < float("inf"), "a number >= 0")
 probability = _typed(float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+MAX_EXAMPLES = 100_000          # held-out examples decoded: minutes, not days
+examples_int = _typed(int, lambda v: 0 < v <= MAX_EXAMPLES,
+                      f"a positive integer at most {MAX_EXAMPLES:,}")
 
 
 def raw_formatter():

@@ -20,7 +20,8 @@ from ..models import TransformerConfig, build_transformer
 from ..training import PairStream
 from . import run
 from .options import (add_common, add_model_options, add_training_options, config_from,
-                      describe, option_names, positive_int, raw_formatter)
+                      describe, examples_int, MAX_EXAMPLES, option_names, positive_int,
+                      raw_formatter)
 
 SEQ2SEQ = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.0, norm_first=True,
                attention="mha", max_len=64, steps=3000, batch_size=64, lr=3e-3, warmup=200,
@@ -67,7 +68,8 @@ def add_parser(commands):
                    help="how BLEU splits output and references: 13a (sacreBLEU's default, "
                    "for references as written) or none (at whitespace, for tokenised "
                    "references such as Multi30k's .tok files); default 13a")
-    g.add_argument("--eval-examples", type=positive_int, help="held-out examples evaluated")
+    g.add_argument("--eval-examples", type=examples_int, help="held-out examples evaluated "
+                   f"(at most {MAX_EXAMPLES:,})")
     g = p.add_argument_group("vocabulary and weight sharing (corpora)")
     g.add_argument("--bpe", type=positive_int, metavar="N", help="byte-pair encoding with N "
                    "merges learned on the training side, instead of whole words")
