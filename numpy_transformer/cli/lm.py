@@ -14,6 +14,7 @@ from functools import partial
 
 from ..checkpoint import load_run
 from ..data.corpus import text_data
+from ..data.loaders import load_text
 from ..decoding import generate_text
 from ..metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
@@ -76,7 +77,7 @@ def run_train_lm(args):
     if not s["text"]:
         raise InputError("train-lm needs --text FILE (or --resume CKPT)")
     s["out"] = s["out"] or "runs/lm"
-    tok, train_ids, val_ids = text_data(s)
+    tok, train_ids, val_ids = text_data(s, _saved_tokenizer(ckpt, s["text"]))
     stream = TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"])
     if ckpt is not None:
         model = ckpt.model
@@ -105,6 +106,23 @@ def run_train_lm(args):
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
                      f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}")
     return 0
+
+
+def _saved_tokenizer(ckpt, text):
+    """A resumed run's character tokenizer, so that every id keeps its meaning even if the
+    text changed (None for a fresh run: it is fitted on the text); warns, in one line, of
+    characters of the text it does not know (they read as <unk>)."""
+    if ckpt is None:
+        return None
+    _, toks, _ = load_run(ckpt.path, "lm", option="--resume", ckpt=ckpt)
+    tok = toks["text"]
+    unknown = sorted(set(load_text(text, "--text")) - set(tok.symbols))
+    if unknown:
+        shown = "".join(unknown[:20]) + ("..." if len(unknown) > 20 else "")
+        print(f"warning: {text} now holds {len(unknown)} character{'s' * (len(unknown) > 1)} "
+              f"the run's saved vocabulary lacks ({shown!r}); they read as <unk> (the run "
+              f"keeps its saved tokenizer)")
+    return tok
 
 
 def warn_unknown_prompt(tok, prompt):
