@@ -86,3 +86,70 @@ def test_a_held_out_set_emptied_by_max_len_is_refused_before_training(corpus, sp
               cwd=corpus)
     error(done, 2, "--max-len", "validation" if split == "val" else "test")
     assert "training a Transformer" not in done.stdout
+
+
+# A resumed run keeps the figures setting it started with, and finds its data where it moved.
+
+def test_a_resumed_run_started_with_no_figures_draws_none(corpus):
+    ok(nt("train", "--tsv", "words.tsv", "--max-len", "14", *QUICK, "--no-figures",
+          "--out", "runs/nofig", cwd=corpus))
+    ok(nt("train", "--resume", "runs/nofig/last.npz", "--steps", "12", "--no-progress",
+          cwd=corpus))
+    assert not (corpus / "runs" / "nofig" / "figures").exists()
+
+
+def parallel_run(folder, name):
+    """A finished 6-step run on folder/NAME.src and NAME.tgt (reversed word pairs)."""
+    pairs = [(f"{a} {b}", f"{b} {a}") for a in "pqrstuvw" for b in "pqrstuvw"]
+    (folder / f"{name}.src").write_text("".join(s + "\n" for s, _ in pairs))
+    (folder / f"{name}.tgt").write_text("".join(t + "\n" for _, t in pairs))
+    ok(nt("train", "--src", f"{name}.src", "--tgt", f"{name}.tgt", *QUICK, "--no-figures",
+          "--out", f"runs/{name}", cwd=folder))
+    return f"runs/{name}/last.npz"
+
+
+def test_a_run_whose_data_moved_resumes_with_its_new_path(tmp_path):
+    ckpt = parallel_run(tmp_path, "moved")
+    (tmp_path / "elsewhere").mkdir()
+    for side in ("src", "tgt"):
+        os.rename(tmp_path / f"moved.{side}", tmp_path / "elsewhere" / f"moved.{side}")
+    error(nt("train", "--resume", ckpt, "--steps", "12", cwd=tmp_path), 2,
+          "--src", "is gone", f"--resume {ckpt} --src")
+    out = ok(nt("train", "--resume", ckpt, "--steps", "12", "--no-progress", "--src",
+                "elsewhere/moved.src", "--tgt", "elsewhere/moved.tgt", cwd=tmp_path))
+    assert "resuming at step 6" in out and "ignoring" not in out
+
+
+def test_a_different_file_given_on_resume_is_refused(tmp_path):
+    ckpt = parallel_run(tmp_path, "orig")
+    (tmp_path / "other.src").write_text("p q\nq p\n" * 40)
+    error(nt("train", "--resume", ckpt, "--steps", "12", "--src", "other.src", cwd=tmp_path),
+          2, "--src", "sha256")
+    (tmp_path / "orig.tgt").write_text("changed\n" * 64)
+    error(nt("train", "--resume", ckpt, "--steps", "12", cwd=tmp_path), 2, "--tgt", "changed")
+
+
+def without_digests(path):
+    """Rewrite the checkpoint as an older version wrote it: no data digests in its settings."""
+    import hashlib
+    import json
+
+    import numpy as np
+
+    from numpy_transformer.checkpoint import format as fmt
+    header, arrays = fmt.read_checkpoint_arrays(path)
+    del header["metadata"]["settings"]["data_sha256"]
+    raw = np.frombuffer(json.dumps(header, sort_keys=True).encode(), np.uint8)
+    digest = np.frombuffer(hashlib.sha256(raw).hexdigest().encode(), np.uint8)
+    np.savez(path, **{fmt._HEADER: raw, fmt._HEADER_DIGEST: digest}, **arrays)
+
+
+def test_an_older_checkpoint_takes_a_moved_text_with_a_warning(tmp_path):
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--no-figures", "--out", "runs/lm",
+          cwd=tmp_path))
+    without_digests(tmp_path / "runs" / "lm" / "last.npz")
+    os.rename(tmp_path / "text.txt", tmp_path / "moved.txt")
+    done = nt("train-lm", "--resume", "runs/lm/last.npz", "--steps", "12", "--no-progress",
+              "--text", "moved.txt", cwd=tmp_path)
+    assert "warning:" in ok(done) and "resuming at step 6" in done.stdout

@@ -11,7 +11,6 @@ and draws, and the other ranks stop once training is done.
 """
 
 import os
-import shlex
 import sys
 from functools import partial
 
@@ -23,6 +22,7 @@ from ..training import TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
+from .data_files import FILES, find_data, record_digests
 from .options import config_from
 from .outputs import check_figures_folder, check_name
 
@@ -31,7 +31,6 @@ RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_e
 # Settings added after 0.1.0's first checkpoints: absent from those, where they were off.
 NEWER = ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings",
          "bleu_tokenize")
-FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 
 
@@ -47,9 +46,8 @@ def resolve_settings(args, kind, names, presets, quick):
     for preset in presets + ([quick] if args.quick else []):
         settings.update(preset)
     settings.update(explicit)
-    for name in FILES:                  # absolute, so that --resume works from anywhere
-        if settings.get(name):
-            settings[name] = os.path.abspath(settings[name])
+    settings["no_figures"] = bool(args.no_figures)
+    record_digests(settings)            # absolute paths, and the files' SHA-256 digests
     if "warmup" not in explicit:        # the default warm-up scales with --steps
         settings["warmup"] = min(settings["warmup"], settings["steps"] // 10)
         if settings["schedule"] == "noam":
@@ -59,37 +57,13 @@ def resolve_settings(args, kind, names, presets, quick):
     return settings, None
 
 
-def continue_command(kind, path, *more):
-    """The command line, quoted for a shell, that continues a run of `kind` from the
-    checkpoint `path` (with `more` options; under `mpiexec -n N` when launched so)."""
-    size = launched_size()
-    launcher = f"mpiexec -n {size} " if size > 1 else ""
-    return (f"{launcher}python -m numpy_transformer {COMMANDS[kind]} "
-            + shlex.join(["--resume", str(path), *map(str, more)]))
-
-
-def _refuse_average(path, ckpt, kind):
-    """An average (written by `average`) has no optimizer or data state: say what to do."""
-    sources = ckpt.metadata.get("averaged_from")
-    if not sources:
-        return
-    use = "generate" if kind == "lm" else "evaluate"
-    last = os.path.join(os.path.dirname(str(sources[-1])), "last.npz")
-    run = continue_command(kind, last) if os.path.isfile(last) else "--resume with the " \
-        "run's last.npz"
-    raise InputError(f"--resume: {path} is an average of checkpoints (written by `average`), "
-                     f"which cannot be resumed (it holds no optimizer or data state); use it "
-                     f"with: python -m numpy_transformer {use} --checkpoint "
-                     f"{shlex.quote(str(path))}, or continue the run itself: {run}")
-
-
 def _resumed_settings(args, kind, names, explicit):
     ckpt = load_checkpoint(args.resume)
     found = run_kind(ckpt)
     if found != kind:
         raise InputError(message("--resume", KINDS[kind], f"{args.resume}, {KINDS[found]}; "
-                                 f"continue it with: {continue_command(found, args.resume)}"))
-    _refuse_average(args.resume, ckpt, kind)
+                                 f"continue it with: python -m numpy_transformer "
+                                 f"{COMMANDS[found]} --resume {args.resume}"))
     saved = ckpt.metadata.get("settings")
     if isinstance(saved, dict):
         saved = {**dict.fromkeys(n for n in NEWER if n in names), **saved}
@@ -97,7 +71,8 @@ def _resumed_settings(args, kind, names, explicit):
         raise InputError(message("--resume", f"a checkpoint written by `{COMMANDS[kind]}` of "
                                  f"this version", f"{args.resume} (its saved settings are "
                                  f"missing or from another version)"))
-    ignored = sorted(k for k in explicit if k not in RESUMABLE and explicit[k] != saved.get(k))
+    ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
+                     and explicit[k] != saved.get(k))
     if ignored:
         print(f"note: resuming with the checkpoint's settings; ignoring "
               f"{', '.join('--' + k.replace('_', '-') for k in ignored)}")
@@ -107,8 +82,17 @@ def _resumed_settings(args, kind, names, explicit):
     if step >= settings["steps"]:
         raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
                          f"{settings['steps']}); to train it further, give a larger --steps: "
-                         f"{continue_command(kind, args.resume, '--steps', 2 * step)}")
+                         f"python -m numpy_transformer {COMMANDS[kind]} --resume "
+                         f"{args.resume} --steps {2 * step}")
+    settings["no_figures"] = figures_off(args, saved, explicit)
+    find_data(settings, explicit, args.resume, COMMANDS[kind])
     return settings, ckpt
+
+
+def figures_off(args, saved, explicit):
+    """A resumed run draws no figures if it started with --no-figures (unless given
+    --figures DIR now) or is given --no-figures now."""
+    return bool(args.no_figures or saved.get("no_figures") and "figures" not in explicit)
 
 
 def check_memory(config, settings, sequence_length):
@@ -152,9 +136,7 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
 def train(args, settings, model, stream, ckpt, what, **options):
     """Make the Trainer, say what is trained, train: (trainer, result, exit status), the
     status None when this process goes on to report (it finished; MPI rank 0 or no MPI)."""
-    kind = options["metadata"]["kind"]
-    trainer = make_trainer(args, settings, model, stream, ckpt, **options,
-                           resume_command=partial(continue_command, kind))
+    trainer = make_trainer(args, settings, model, stream, ckpt, **options)
     resuming = f" (resuming at step {trainer.step})" if ckpt is not None else ""
     print(f"training {what} ({model.num_parameters():,} parameters) for {settings['steps']} "
           f"steps{resuming}; run folder {settings['out']}")
@@ -170,8 +152,7 @@ def quiet_rank(trainer):
 
 
 def interrupted_status(result):
-    """The exit status of a run that stopped early (130 Ctrl-C, 143 SIGTERM or SIGHUP,
-    141 pipe)."""
+    """The exit status of a run that stopped early (130 Ctrl-C, 143 SIGTERM, 141 pipe)."""
     return EXIT_STATUS.get(result.stop_reason, 130)
 
 
@@ -194,7 +175,7 @@ def run_name(settings):
 def draw_figures(args, settings, trainer, **drawing):
     """Draw the run's figures (skipped, with a note, when matplotlib is missing)."""
     from ..plotting import save_figures
-    if args.no_figures:
+    if settings.get("no_figures"):
         return []
     try:
         return save_figures(figures_folder(settings), trainer.history, model=trainer.model,
@@ -230,6 +211,7 @@ def write_results(settings, trainer, seconds, **results):
 def provenance():
     """How a result was made: the command as typed, today's date, the package version."""
     import datetime
+    import shlex
     from .. import __version__
     return {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
             "date": datetime.date.today().isoformat(), "version": __version__}

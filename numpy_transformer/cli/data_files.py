@@ -1,0 +1,78 @@
+"""A run's data files, found again on `--resume`, even where they have moved.
+
+    python -m numpy_transformer train --resume runs/translation/last.npz --src NEW.de --tgt NEW.en
+    python -m numpy_transformer train-lm --resume runs/lm/last.npz --text NEW.txt
+
+A run records the SHA-256 digest of each data file it names (settings["data_sha256"],
+saved in every checkpoint) when it starts. On `--resume` each file is looked for at the
+path the run saved, or at the new path given with its option, and must have the digest
+the run recorded: a resumed run trains on the very data it started with, or not at all.
+A checkpoint written before digests were recorded is accepted with a warning.
+"""
+
+import os
+import shlex
+
+from ..errors import InputError
+from ..files import file_sha256
+from ..validation import message
+
+# The data files a run may name, by setting (each is also the option: src -> --src).
+FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
+
+
+def option(name):
+    return "--" + name.replace("_", "-")
+
+
+def record_digests(settings):
+    """Make the settings' data paths absolute (so that --resume works from anywhere) and
+    record their SHA-256 digests in settings["data_sha256"]."""
+    for name in FILES:
+        if settings.get(name):
+            settings[name] = os.path.abspath(settings[name])
+    settings["data_sha256"] = {name: file_sha256(settings[name], option(name))
+                               for name in FILES if settings.get(name)}
+
+
+def find_data(settings, given, resume, command):
+    """Point a resumed run's settings at its data files: the new paths `given` (options
+    named as settings), else the saved ones; each checked against the recorded digest."""
+    recorded = dict(settings.get("data_sha256") or {})
+    for name in FILES:
+        if given.get(name) and not settings.get(name):
+            print(f"note: the run in {resume} has no {option(name)} file; ignoring "
+                  f"{option(name)}")
+        elif given.get(name):
+            path = os.path.abspath(given[name])
+            recorded[name] = _checked(path, name, recorded.get(name), resume)
+            settings[name] = path
+        elif settings.get(name):
+            _check_saved(settings[name], name, recorded.get(name), resume, command)
+    settings["data_sha256"] = recorded
+
+
+def _checked(path, name, digest, resume):
+    """The digest of the file given for `name`, which must be the recorded one (if any)."""
+    actual = file_sha256(path, option(name))
+    if digest is None:
+        print(f"warning: {resume} records no digest of its data (a checkpoint of an older "
+              f"version); trusting that {path} is the run's {option(name)} file")
+    elif actual != digest:
+        raise InputError(message(option(name), f"the run's {option(name)} file (sha256 "
+                                 f"{digest})", f"{path!r}, a different file (sha256 {actual})"))
+    return actual
+
+
+def _check_saved(path, name, digest, resume, command):
+    """The file at the saved path must still be there and, if recorded, unchanged."""
+    again = (f"python -m numpy_transformer {command} "
+             f"{shlex.join(['--resume', str(resume), option(name)])} NEW_PATH")
+    if not os.path.lexists(path):
+        raise InputError(f"{option(name)}: the run's file {path!r} is gone; if it has moved, "
+                         f"give its new place: {again}")
+    actual = file_sha256(path, option(name))
+    if digest is not None and actual != digest:
+        raise InputError(message(option(name), f"the file the run started with, unchanged "
+                                 f"(sha256 {digest})", f"{path!r}, changed since (sha256 "
+                                 f"{actual}); give the original: {again}"))
