@@ -11,6 +11,7 @@ and draws, and the other ranks stop once training is done.
 """
 
 import os
+import shlex
 import sys
 from functools import partial
 
@@ -57,13 +58,37 @@ def resolve_settings(args, kind, names, presets, quick):
     return settings, None
 
 
+def continue_command(kind, path, *more):
+    """The command line, quoted for a shell, that continues a run of `kind` from the
+    checkpoint `path` (with `more` options; under `mpiexec -n N` when launched so)."""
+    size = launched_size()
+    launcher = f"mpiexec -n {size} " if size > 1 else ""
+    return (f"{launcher}python -m numpy_transformer {COMMANDS[kind]} "
+            + shlex.join(["--resume", str(path), *map(str, more)]))
+
+
+def _refuse_average(path, ckpt, kind):
+    """An average (written by `average`) has no optimizer or data state: say what to do."""
+    sources = ckpt.metadata.get("averaged_from")
+    if not sources:
+        return
+    use = "generate" if kind == "lm" else "evaluate"
+    last = os.path.join(os.path.dirname(str(sources[-1])), "last.npz")
+    run = continue_command(kind, last) if os.path.isfile(last) else "--resume with the " \
+        "run's last.npz"
+    raise InputError(f"--resume: {path} is an average of checkpoints (written by `average`), "
+                     f"which cannot be resumed (it holds no optimizer or data state); use it "
+                     f"with: python -m numpy_transformer {use} --checkpoint "
+                     f"{shlex.quote(str(path))}, or continue the run itself: {run}")
+
+
 def _resumed_settings(args, kind, names, explicit):
     ckpt = load_checkpoint(args.resume)
     found = run_kind(ckpt)
     if found != kind:
         raise InputError(message("--resume", KINDS[kind], f"{args.resume}, {KINDS[found]}; "
-                                 f"continue it with: python -m numpy_transformer "
-                                 f"{COMMANDS[found]} --resume {args.resume}"))
+                                 f"continue it with: {continue_command(found, args.resume)}"))
+    _refuse_average(args.resume, ckpt, kind)
     saved = ckpt.metadata.get("settings")
     if isinstance(saved, dict):
         saved = {**dict.fromkeys(n for n in NEWER if n in names), **saved}
@@ -82,8 +107,7 @@ def _resumed_settings(args, kind, names, explicit):
     if step >= settings["steps"]:
         raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
                          f"{settings['steps']}); to train it further, give a larger --steps: "
-                         f"python -m numpy_transformer {COMMANDS[kind]} --resume "
-                         f"{args.resume} --steps {2 * step}")
+                         f"{continue_command(kind, args.resume, '--steps', 2 * step)}")
     settings["no_figures"] = figures_off(args, saved, explicit)
     find_data(settings, explicit, args.resume, COMMANDS[kind])
     return settings, ckpt
@@ -136,7 +160,9 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
 def train(args, settings, model, stream, ckpt, what, **options):
     """Make the Trainer, say what is trained, train: (trainer, result, exit status), the
     status None when this process goes on to report (it finished; MPI rank 0 or no MPI)."""
-    trainer = make_trainer(args, settings, model, stream, ckpt, **options)
+    kind = options["metadata"]["kind"]
+    trainer = make_trainer(args, settings, model, stream, ckpt, **options,
+                           resume_command=partial(continue_command, kind))
     resuming = f" (resuming at step {trainer.step})" if ckpt is not None else ""
     print(f"training {what} ({model.num_parameters():,} parameters) for {settings['steps']} "
           f"steps{resuming}; run folder {settings['out']}")
@@ -152,7 +178,8 @@ def quiet_rank(trainer):
 
 
 def interrupted_status(result):
-    """The exit status of a run that stopped early (130 Ctrl-C, 143 SIGTERM, 141 pipe)."""
+    """The exit status of a run that stopped early (130 Ctrl-C, 143 SIGTERM or SIGHUP,
+    141 pipe)."""
     return EXIT_STATUS.get(result.stop_reason, 130)
 
 
@@ -211,7 +238,6 @@ def write_results(settings, trainer, seconds, **results):
 def provenance():
     """How a result was made: the command as typed, today's date, the package version."""
     import datetime
-    import shlex
     from .. import __version__
     return {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
             "date": datetime.date.today().isoformat(), "version": __version__}
