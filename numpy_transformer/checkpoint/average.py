@@ -11,8 +11,10 @@ another. The mean of the last K checkpoints,
 
 averages that noise out and lies nearer the minimum than any one of them (the
 paper averages the last 5 checkpoints of its base models, 20 of its big ones).
-It only makes sense for checkpoints of one run: the same model class and
-configuration, the same tokenizers (the mean of two independently trained
+It only makes sense for checkpoints of one run: the same run id (a Trainer
+draws one when a run starts and writes it into every checkpoint, resumed
+sessions included; checkpoints older than run ids have none, and are compared
+by the rest), the same model class and configuration, the same tokenizers (the mean of two independently trained
 models is no model at all; different shapes cannot even be added). A file that
 differs is named in the error.
 
@@ -68,6 +70,9 @@ def _check_same(path, first, header, first_header, weights, sums, tokenizers, fi
         raise differs("the same tokenizers", "other tokenizers (" + ", ".join(
             sorted(k for k in set(tokenizers) | set(first_tokenizers)
                    if tokenizers.get(k) != first_tokenizers.get(k))) + ")")
+    run, first_run = header["metadata"].get("run_id"), first_header["metadata"].get("run_id")
+    if run and first_run and run != first_run:          # checkpoints older than run ids: no id
+        raise differs(f"run id {first_run}", f"run id {run}, another run")
 
 
 def average_checkpoints(paths):

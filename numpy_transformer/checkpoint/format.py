@@ -8,7 +8,8 @@ Guarantees:
 - Nothing is ever unpickled: files are read with `allow_pickle=False`, so a
   checkpoint can't run code; a file holding a pickled object is refused.
 - The header stores a SHA-256 of every array (and of itself), so a truncated
-  or corrupted file is detected and refused.
+  or corrupted file is detected and refused; then every field of the header and
+  every array is checked (header.py): a crafted file is refused, naming the field.
 - Saving writes a temporary file in the same folder and renames it over the
   old one (an atomic step), so a crash mid-save leaves the previous checkpoint intact.
 - Nothing large is read before the zip directory and every array's header have
@@ -26,10 +27,9 @@ import numpy as np
 from ..backend import to_numpy
 from ..errors import InputError, InputTypeError
 from ..files import atomic_write, check_regular_file
+from .header import FORMAT, VERSION, check_arrays, check_header, parse_header
 from .inspect import inspect_archive
 
-FORMAT = "numpy_transformer.checkpoint"
-VERSION = 1
 _HEADER = "__header__"
 _HEADER_DIGEST = "__header_sha256__"
 
@@ -106,17 +106,13 @@ def read_checkpoint_arrays(path):
     header_bytes, digest = arrays.pop(_HEADER), arrays.pop(_HEADER_DIGEST)
     if hashlib.sha256(header_bytes.tobytes()).hexdigest().encode() != digest.tobytes():
         raise InputError(f"checkpoint {path} is corrupted: its header fails its checksum")
-    try:
-        header = json.loads(header_bytes.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"checkpoint {path} has a corrupted header: {err}") from err
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise InputError(f"{path} is not a numpy_transformer checkpoint (its header is not "
-                         f"one)")
+    header = parse_header(header_bytes.tobytes(), path)
     checksums = header.get("checksums")
     if not isinstance(checksums, dict) or set(checksums) != set(arrays):
         raise InputError(f"checkpoint {path} is corrupted: its arrays do not match its header")
     for name, array in arrays.items():
         if _digest(array) != checksums[name]:
             raise InputError(f"checkpoint {path} is corrupted: checksum mismatch in {name!r}")
+    check_header(header, path)
+    check_arrays(arrays, path)
     return header, arrays

@@ -14,6 +14,7 @@ from .load import load_checkpoint
 KINDS = {"seq2seq": "an encoder-decoder checkpoint written by `train`",
          "lm": "a language-model checkpoint written by `train-lm`"}
 TOKENIZERS = {"seq2seq": ("src", "tgt"), "lm": ("text",)}
+VOCABULARIES = {"src": "src_vocab_size", "tgt": "tgt_vocab_size", "text": "vocab_size"}
 
 
 def run_kind(ckpt):
@@ -46,4 +47,16 @@ def load_run(path, kind=None, *, option="--checkpoint", ckpt=None):
         if name not in tokenizers:
             raise InputError(message(option, f"a checkpoint with its {name} tokenizer "
                                      f"(or {beside})", path))
+    check_vocabularies(ckpt.model.config, tokenizers, path)
     return ckpt.model, tokenizers, meta
+
+
+def check_vocabularies(config, tokenizers, path):
+    """InputError naming `path` unless each tokenizer has as many tokens as the model's
+    vocabulary it encodes into (a tokenizer of another run would decode to nonsense)."""
+    for name, tokenizer in tokenizers.items():
+        field = VOCABULARIES.get(name)
+        size = getattr(config, field, None) if field else None
+        if size is not None and tokenizer.vocab_size != size:
+            raise InputError(message(f"{path} ({name} tokenizer)", f"{size} tokens (the "
+                                     f"model's {field})", f"{tokenizer.vocab_size} tokens"))

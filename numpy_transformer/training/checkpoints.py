@@ -26,7 +26,8 @@ class Checkpoints:
     stream, history, config and out."""
 
     def _metadata(self):
-        return {**self.metadata, "step": self.step, "train_config": asdict(self.config),
+        return {**self.metadata, "step": self.step, "run_id": self.run_id,
+                "train_config": asdict(self.config),
                 "data_state": self.stream.state_dict(),
                 "dropout_states": generator_states(self.model),
                 "best": {"metric": self.best_metric, "value": self.best},
@@ -104,7 +105,7 @@ class Checkpoints:
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
         self._folder.write_json("config.json", {
             "model_class": type(self.model).__name__, "model": self.model.config.to_dict(),
-            "train": asdict(self.config), **self.metadata})
+            "train": asdict(self.config), "run_id": self.run_id, **self.metadata})
 
     def resume(self, checkpoint):
         """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
@@ -114,15 +115,19 @@ class Checkpoints:
         if "data_state" not in meta or ckpt.optimizer_state is None:
             raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
                                      "optimizer and data state)", "a bare model checkpoint"))
+        path = path if path is not None else getattr(ckpt, "path", None)
         self.model.load_state_dict(ckpt.model.state_dict())
-        self.optimizer.load_state_dict(ckpt.optimizer_state)
-        self.step = int(meta["step"])
-        self.stream.load_state_dict(meta["data_state"])
-        load_generator_states(self.model, meta["dropout_states"])
+        with _restoring(path, "optimizer"):
+            self.optimizer.load_state_dict(ckpt.optimizer_state)
+        self.step = int(meta.get("step", 0))
+        with _restoring(path, "metadata.data_state"):
+            self.stream.load_state_dict(meta["data_state"])
+        with _restoring(path, "metadata.dropout_states"):
+            load_generator_states(self.model, meta.get("dropout_states", []))
         self.scheduler.step()                        # the lr of the next update
         self.best = meta.get("best", {}).get("value")
         self.seconds_before = float(meta.get("training_seconds", 0.0))
-        path = path if path is not None else getattr(ckpt, "path", None)
+        self.run_id = meta.get("run_id") or self.run_id     # one run, across its sessions
         if path is not None:
             self._resumed_from = os.path.dirname(os.path.realpath(path))
             self.last_checkpoint = (str(path), self.step)
@@ -130,3 +135,18 @@ class Checkpoints:
             if os.path.isfile(history):                 # the curves up to the checkpoint
                 self.history = History.load(history).truncate(self.step)
         return self
+
+
+@contextlib.contextmanager
+def _restoring(path, field):
+    """A resume state the objects cannot take (a crafted or damaged checkpoint) is an
+    InputError naming the checkpoint and its field, never a raw KeyError or TypeError.
+    (The header's types are checked on reading, header.py; these are their contents.)"""
+    where = f"checkpoint {path}: {field}"
+    try:
+        yield
+    except InputError as err:
+        raise InputError(f"{where}: {err}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as err:
+        raise InputError(message(where, "the state a Trainer saves",
+                                 f"{type(err).__name__}: {str(err)[:200]}")) from None

@@ -25,6 +25,7 @@ step stays on the device until it is logged, evaluated or saved (pending.py).
 
 import math
 import os
+import secrets
 import shlex
 import time
 
@@ -77,6 +78,7 @@ class Trainer(Checkpoints):
         self.callbacks = list(callbacks)
         self.tokenizers = dict(tokenizers or {})
         self.metadata = dict(metadata or {})
+        self.run_id = secrets.token_hex(8)   # in every checkpoint: `average` mixes no runs
         self.step, self.best, self.last_eval = 0, None, None
         self.history = History()
         self.last_checkpoint = None          # (path, step)

@@ -105,7 +105,11 @@ class PairStream:
         return {"epoch": self.epoch, "index": self.index}
 
     def load_state_dict(self, state):
-        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        epoch, index = state["epoch"], state["index"]
+        for name, value in (("epoch", epoch), ("index", index)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(message(name, "a count >= 0", repr(value)[:80]))
+        self.epoch, self.index = epoch, index
         self._iterator = None
 
 

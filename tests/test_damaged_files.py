@@ -1,0 +1,198 @@
+"""Nothing a user made is silently wrong (issue 26): a crafted or damaged checkpoint, run
+folder or input is refused with an InputError naming it (`error: ...`, exit 2 at the
+command line), never loaded half-checked and never reported as a bug."""
+
+import copy
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+from doors import error, nt
+
+from numpy_transformer.checkpoint import load_checkpoint, load_run, read_checkpoint_arrays
+from numpy_transformer.checkpoint.average import average_checkpoints
+from numpy_transformer.data import get_task
+from numpy_transformer.errors import InputError
+from numpy_transformer.models import TransformerConfig, build_transformer
+from numpy_transformer.training import PairStream, TrainConfig, Trainer
+
+MODEL = dict(d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1,
+             max_len=8, dropout=0.1)
+
+
+def tiny_run(out, task="copy", steps=2):
+    """A 2-step Trainer run of `task` in `out` (a real last.npz, history.json, config.json),
+    returning (path of last.npz, the Trainer)."""
+    task = get_task(task, max_len=4)
+    tok = task.tokenizer()
+    model = build_transformer(TransformerConfig(src_vocab_size=tok.vocab_size,
+                                                tgt_vocab_size=tok.vocab_size, **MODEL))
+    stream = PairStream.from_task(task, tok, batch_size=4, seed=0, pool_batches=2)
+    config = TrainConfig(steps=steps, lr=1e-3, warmup=1, eval_every=0,
+                         checkpoint_every=steps, progress=False)
+    trainer = Trainer(model, stream, config, out=str(out), log=None,
+                      tokenizers={"src": tok, "tgt": tok}, metadata={"kind": "seq2seq"})
+    trainer.fit()
+    return os.path.join(str(out), "last.npz"), trainer
+
+
+def fresh_trainer(steps=4):
+    """A Trainer of the same model and data as tiny_run's, to resume into."""
+    task = get_task("copy", max_len=4)
+    tok = task.tokenizer()
+    model = build_transformer(TransformerConfig(src_vocab_size=tok.vocab_size,
+                                                tgt_vocab_size=tok.vocab_size, **MODEL))
+    stream = PairStream.from_task(task, tok, batch_size=4, seed=0, pool_batches=2)
+    return Trainer(model, stream, TrainConfig(steps=steps, warmup=1, progress=False), log=None)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """(header, arrays) of a real checkpoint, and its folder."""
+    path, _ = tiny_run(tmp_path_factory.mktemp("run") / "run")
+    header, arrays = read_checkpoint_arrays(path)
+    return header, arrays, os.path.dirname(path)
+
+
+def _digest(array):
+    h = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
+    h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
+
+
+def craft(path, header, arrays, text=None):
+    """Write a checkpoint as a forger would: any header (or header text) and any arrays,
+    with checksums that match them, so only the checks of what they hold can refuse it."""
+    if isinstance(header, dict) and text is None:
+        header = {**header, "checksums": {k: _digest(v) for k, v in arrays.items()}}
+    raw = (json.dumps(header) if text is None else text).encode("utf-8")
+    header_bytes = np.frombuffer(raw, dtype=np.uint8)
+    digest = np.frombuffer(hashlib.sha256(raw).hexdigest().encode(), np.uint8)
+    with open(path, "wb") as f:
+        np.savez(f, __header__=header_bytes, __header_sha256__=digest, **arrays)
+    return str(path)
+
+
+def edited(run, edit):
+    """(header, arrays) of `run` after edit(header, arrays) on copies."""
+    header, arrays = copy.deepcopy(run[0]), dict(run[1])
+    edit(header, arrays)
+    return header, arrays
+
+
+def refused(call, *words):
+    with pytest.raises(InputError) as caught:
+        call()
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
+    return str(caught.value)
+
+
+# 1. The whole header and every array are checked before use.
+
+def test_a_tokenizer_that_does_not_fit_the_model_vocabulary_is_refused(run, tmp_path):
+    def shrink(header, arrays):
+        tokenizer = header["metadata"]["tokenizers"]["src"]
+        tokenizer["symbols"] = tokenizer["symbols"][:5]
+    path = craft(tmp_path / "c.npz", *edited(run, shrink))
+    refused(lambda: load_run(path), path, "src tokenizer", "src_vocab_size", "5 tokens")
+
+
+def test_weights_that_are_not_finite_are_refused(run, tmp_path):
+    def poison(header, arrays):
+        arrays["model/src_embed.weight"] = arrays["model/src_embed.weight"] * np.nan
+    path = craft(tmp_path / "c.npz", *edited(run, poison))
+    refused(lambda: load_checkpoint(path), path, "model/src_embed.weight", "finite")
+
+
+def _set(keys, value):
+    def edit(header, arrays):
+        tree = header
+        for key in keys[:-1]:
+            tree = tree[key]
+        tree[keys[-1]] = value
+    return edit
+
+
+def _retype(prefix, dtype):
+    def edit(header, arrays):
+        for name in [n for n in arrays if n.startswith(prefix)]:
+            arrays[name] = arrays[name].astype(dtype)
+    return edit
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_set(["version"], 99), ["version", "99"]),
+    (_set(["version"], "1"), ["version"]),
+    (_set(["model_class"], ["GPT"]), ["model_class"]),
+    (_set(["optimizer"], [1]), ["optimizer"]),
+    (_set(["metadata", "step"], -3), ["metadata.step"]),
+    (_set(["metadata", "step"], "7"), ["metadata.step"]),
+    (_set(["metadata", "kind"], ["lm"]), ["metadata.kind"]),
+    (_set(["metadata", "best"], []), ["metadata.best"]),
+    (_set(["metadata", "training_seconds"], "x"), ["metadata.training_seconds"]),
+    (_set(["metadata", "dropout_states"], 5), ["metadata.dropout_states"]),
+    (_set(["metadata", "data_state"], [0, 2]), ["metadata.data_state"]),
+    (_retype("model/", np.int32), ["model/", "floating-point"]),
+    (_retype("model/decoder", np.float16), ["one dtype"]),
+    (_retype("optim/", np.int8), ["optim/", "floating-point"]),
+], ids=lambda x: "" if callable(x) else "-".join(x))
+def test_every_header_field_and_array_is_checked_on_loading(run, tmp_path, edit, words):
+    path = craft(tmp_path / "c.npz", *edited(run, edit))
+    refused(lambda: load_checkpoint(path), path, *words)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("data_state", {}), ("data_state", {"epoch": -1, "index": 0}),
+    ("data_state", {"epoch": "0", "index": 0}), ("dropout_states", [{}]),
+    ("dropout_states", [])])
+def test_a_resume_state_a_trainer_cannot_take_is_refused_naming_it(run, tmp_path, field,
+                                                                   value):
+    path = craft(tmp_path / "c.npz", *edited(run, _set(["metadata", field], value)))
+    refused(lambda: fresh_trainer().resume(path), path, f"metadata.{field}")
+
+
+def test_an_optimizer_state_a_trainer_cannot_take_is_refused_naming_it(run, tmp_path):
+    path = craft(tmp_path / "c.npz", *edited(run, _set(["optimizer"], {})))
+    refused(lambda: fresh_trainer().resume(path), path, "optimizer")
+
+
+def test_a_crafted_checkpoint_is_one_error_line_at_the_command_line(run, tmp_path):
+    path = craft(tmp_path / "c.npz", *edited(run, _set(["metadata", "step"], -3)))
+    error(nt("translate", "--checkpoint", path, "abc"), 2, "c.npz", "metadata.step")
+    error(nt("train", "--resume", path, "--no-progress"), 2, "c.npz", "metadata.step")
+
+
+# 2. A run carries an identity from its start; `average` compares it.
+
+def test_average_refuses_two_runs_that_share_their_settings(tmp_path):
+    copy_path, _ = tiny_run(tmp_path / "copy", "copy")
+    reverse_path, _ = tiny_run(tmp_path / "reverse", "reverse")
+    refused(lambda: average_checkpoints([copy_path, reverse_path]), reverse_path,
+            "same run", "run id")
+
+
+def test_a_resumed_run_keeps_its_run_id_and_averages_with_its_earlier_checkpoints(tmp_path):
+    first, trainer = tiny_run(tmp_path / "r")
+    run_id = read_checkpoint_arrays(first)[0]["metadata"]["run_id"]
+    assert run_id == trainer.run_id and len(run_id) >= 16
+    os.replace(first, tmp_path / "r" / "step-2.npz")
+    resumed = fresh_trainer(steps=4)
+    resumed.out = str(tmp_path / "r")
+    resumed.resume(str(tmp_path / "r" / "step-2.npz"))
+    resumed.fit()
+    assert read_checkpoint_arrays(first)[0]["metadata"]["run_id"] == run_id
+    with open(tmp_path / "r" / "config.json", encoding="utf-8") as f:
+        assert json.load(f)["run_id"] == run_id
+    average_checkpoints([tmp_path / "r" / "step-2.npz", first])
+
+
+def test_checkpoints_older_than_run_ids_still_average(tmp_path):
+    paths = [tiny_run(tmp_path / name, name)[0] for name in ("copy", "reverse")]
+    for path in paths:
+        header, arrays = read_checkpoint_arrays(path)
+        del header["metadata"]["run_id"]
+        craft(path, header, arrays)
+    average_checkpoints(paths)                       # the checks of before run ids: they pass
