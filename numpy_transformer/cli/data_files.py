@@ -5,9 +5,10 @@
 
 A run records the SHA-256 digest of each data file it names (settings["data_sha256"],
 saved in every checkpoint) when it starts. On `--resume` each file is looked for at the
-path the run saved, or at the new path given with its option, and must have the digest
-the run recorded: a resumed run trains on the very data it started with, or not at all.
-A checkpoint written before digests were recorded is accepted with a warning.
+path the run saved, or at the new path given with its option, which must have the digest
+the run recorded (a moved file is the same file; another one is refused). A file changed
+in place since the run started is used as it is, with a note; a checkpoint written before
+digests were recorded takes a new path with a warning.
 """
 
 import os
@@ -65,14 +66,14 @@ def _checked(path, name, digest, resume):
 
 
 def _check_saved(path, name, digest, resume, command):
-    """The file at the saved path must still be there and, if recorded, unchanged."""
+    """The file at the saved path must still be there; if it has changed since (an edit
+    made on purpose, such as a text that gained characters), a warning says so."""
     again = (f"python -m numpy_transformer {command} "
              f"{shlex.join(['--resume', str(resume), option(name)])} NEW_PATH")
     if not os.path.lexists(path):
         raise InputError(f"{option(name)}: the run's file {path!r} is gone; if it has moved, "
                          f"give its new place: {again}")
-    actual = file_sha256(path, option(name))
-    if digest is not None and actual != digest:
-        raise InputError(message(option(name), f"the file the run started with, unchanged "
-                                 f"(sha256 {digest})", f"{path!r}, changed since (sha256 "
-                                 f"{actual}); give the original: {again}"))
+    if digest is not None and file_sha256(path, option(name)) != digest:
+        print(f"note: the run's {option(name)} file {path} has changed since the run "
+              f"started; resuming on it as it is now (if it has moved and this is another "
+              f"file, give the run's own: {again})")
