@@ -12,7 +12,10 @@ compares them with its own (parts.py) and scores. The student's code can
 change a score only by producing the right arrays: what it prints, writes
 elsewhere or imports counts for nothing, and a worker that crashes, exits
 early, runs out of memory or out of time costs its part (0 points, with a
-message saying which) and nothing else. Composite parts run with stand-ins for
+message saying which) and nothing else. On Linux each worker runs in user and
+PID namespaces of its own (sandbox.py): it can signal no process of the grader
+and leaves none behind; where that is impossible, the report's `warning` says
+so (printed once, and in Gradescope's output). Composite parts run with stand-ins for
 the other parts' layers (standins.py), so a mistake costs points in its own
 part only.
 """
@@ -31,6 +34,7 @@ from .runner import MEMORY_MB, Harness
 class GradeReport:
     directory: str
     parts: list        # PartResult per graded part, in the order of PARTS
+    warning: str = ""  # why the workers ran without namespaces (sandbox.py), else ""
 
     @property
     def points(self):
@@ -76,7 +80,7 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB)
                                                    memory_mb)
             results.append(failed_part(part, problem) if problem
                            else score_part(part, outputs, status))
-    return GradeReport(str(root), results)
+    return GradeReport(str(root), results, harness.warning)
 
 
 def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print):
@@ -85,6 +89,8 @@ def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=pri
     Returns 0 when every graded part has full points, 1 otherwise.
     """
     report = grade(directory, parts=parts, timeout=timeout)
+    if report.warning:
+        out(report.warning)
     out(report.table())
     if json_out is not None:
         Path(json_out).write_text(json.dumps(report.to_dict(), indent=2) + "\n",

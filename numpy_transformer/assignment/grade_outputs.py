@@ -9,8 +9,9 @@ unchanged. Otherwise each DIR is graded in turn and its table printed;
 (gradescope.py, visibility from --visibility FILE), and --csv FILE writes one
 row per DIR: `student` (the folder's name; the path relative to the folders'
 common parent when two names clash), each part's points, `total`, `max_points`
-and `message` (why a DIR could not be graded, else empty). A DIR that is not a
-student copy does not stop the class: its row has empty points and the reason.
+and `message` (why a DIR could not be graded, else empty). A DIR that cannot be
+graded (not a student copy, a damaged assignment.json, ...) does not stop the
+class: its row has empty points and the reason.
 No output holds an absolute path.
 """
 
@@ -65,7 +66,7 @@ def _write_json_report(report, name, path):
 def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
                   parts=None, timeout=60.0, out=print):
     """The `assignment grade` command; returns 0 when every copy has full marks, else 1."""
-    from .grade import grade, grade_assignment
+    from .grade import grade_assignment
     from .parts import validate_parts
     dirs = list(dirs)
     _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
@@ -73,21 +74,8 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
         return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
                                 out=out)
     chosen = read_visibility(visibility) if gradescope_out else None
-    names, graded = student_names(dirs), []
-    for name, directory in zip(names, dirs):
-        if len(dirs) > 1:
-            out(f"== {name}")
-        try:
-            report = grade(directory, parts=parts, timeout=timeout)
-        except InputError as err:
-            if len(dirs) == 1:
-                raise
-            reason = _without_path(str(err), directory, name)
-            out(f"not graded: {reason}")
-            graded.append((name, reason))
-            continue
-        out(report.table())
-        graded.append((name, report))
+    names = student_names(dirs)
+    graded = _grade_each(names, dirs, parts, timeout, out)
     if json_out:
         _write_json_report(graded[0][1], names[0], json_out)
         out(f"wrote {json_out}")
@@ -101,6 +89,32 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
         out(f"wrote {csv_out}: {len(graded)} student{'s' * (len(graded) != 1)}")
     full = all(not isinstance(r, str) and r.points == r.max_points for _, r in graded)
     return 0 if full else 1
+
+
+def _grade_each(names, dirs, parts, timeout, out):
+    """[(name, GradeReport or why it was not graded)], tables printed as they come. In a
+    class run nothing one folder holds (a damaged assignment.json, say) stops the others."""
+    from .grade import grade
+    graded, warned = [], False
+    for name, directory in zip(names, dirs):
+        if len(dirs) > 1:
+            out(f"== {name}")
+        try:
+            report = grade(directory, parts=parts, timeout=timeout)
+        except Exception as err:                                   # noqa: BLE001
+            if len(dirs) == 1:
+                raise
+            why = str(err) if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
+            reason = _without_path(why, directory, name)
+            out(f"not graded: {reason}")
+            graded.append((name, reason))
+            continue
+        if report.warning and not warned:
+            out(report.warning)
+            warned = True
+        out(report.table())
+        graded.append((name, report))
+    return graded
 
 
 def _without_path(message, directory, name):

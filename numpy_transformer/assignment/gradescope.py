@@ -136,6 +136,8 @@ def gradescope_results(report, visibility=None, execution_time=None):
                "output": f"numpy_transformer assignment: {len(report.parts)} parts, "
                          f"{len(tests)} checks, {report.max_points} points; "
                          "each check's result is listed below."}
+    if getattr(report, "warning", ""):
+        results["output"] += f" The grader's {report.warning}"
     if execution_time is not None:
         results["execution_time"] = round(execution_time, 3)
     return results

@@ -100,7 +100,16 @@ def read_manifest(root, required=True):
             return None
         raise InputError(f"{root} is not a student copy: it needs numpy_transformer/ and "
                          f"{MANIFEST} (make one with `assignment make --out DIR`)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise InputError(f"{path} is damaged: it is not valid JSON ({err}); make the copy "
+                         "again or restore the file") from None
+    parts = manifest.get("parts") if isinstance(manifest, dict) else None
+    if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+        raise InputError(f"{path} is damaged: expected a JSON object whose \"parts\" is a "
+                         "list of part names; make the copy again or restore the file")
+    return manifest
 
 
 def package_regions(package=PACKAGE):

@@ -3,19 +3,22 @@
     with Harness() as harness:
         outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
 
-`Harness` copies the harness files (worker.py, scenarios*.py, standins.py:
+`Harness` copies the harness files (worker.py, scenarios*.py, standins.py, repair.py:
 NumPy-only code, no reference solution) into a temporary folder, so that the
 worker loads them from there and never sees this package. `run` writes the
 part's tasks and input arrays, starts
 
     python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json NUMPY_HOME
 
-in DIR (the student's copy) in a session of its own: -B writes no __pycache__
+in DIR (the student's copy) in a session of its own, inside user and PID namespaces of its
+own where Linux allows it (sandbox.py: then it can signal no process outside, and all it
+started dies with it; otherwise `harness.warning` says so): -B writes no __pycache__
 into the copy, NUMPY_HOME is where this process found NumPy (-I would leave out
 a user site-packages), RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set,
 stdin is closed, stdout thrown away and stderr kept in a file (its last line
 explains a crash); the whole session is killed at the time limit and when the
-worker ends. Then the two result files are loaded (allow_pickle=False, sizes
+worker ends (in namespaces: `unshare`, and with it every process of the
+namespace). Then the two result files are loaded (allow_pickle=False, sizes
 checked before anything is decompressed; parts.py checks every array's shape
 and dtype and every status entry before using it). `problem` is None, or why
 the worker gave no results: timed out, out of memory, or the exit status and
@@ -34,9 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .sandbox import isolation
+
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "scenarios.py", "scenarios_layers.py", "scenarios_models.py",
-                 "standins.py")
+                 "standins.py", "repair.py")
 NUMPY_HOME = str(Path(np.__file__).resolve().parents[1])    # the folder NumPy is installed in
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
@@ -65,6 +70,7 @@ class Harness:
 
     def __init__(self, python=None):
         self.python = python or sys.executable
+        self.prefix, self.warning = isolation()     # the namespaces, or why there are none
 
     def __enter__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="nt-grader-")
@@ -88,7 +94,7 @@ class Harness:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
-        argv = [self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
+        argv = [*self.prefix, self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
                 *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json")),
                 NUMPY_HOME]
         with open(files["stderr.txt"], "wb") as stderr:

@@ -1,7 +1,7 @@
 """The grading worker: runs one part's tasks on a student's package, in a process of its own.
 
 The teacher's process (runner.py) copies the harness files (this file,
-scenarios*.py, standins.py) into a fresh folder and starts, once per part,
+scenarios*.py, standins.py, repair.py) into a fresh folder and starts, once per part,
 
     python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json \
         NUMPY_HOME
@@ -13,7 +13,10 @@ site-packages and the script's folder out, and `isolate()` drops the
 editable-install finders and puts first a finder that finds numpy_transformer
 in the student's folder only (even where the grader is installed beside NumPy,
 in site-packages). The harness is loaded from its copy as the package
-`_nt_harness`; no reference code is ever imported here.
+`_nt_harness`; no reference code is ever imported here. The student's files
+are loaded with repair.py's loader, so that a syntax error inside a solution
+region costs that region's part only, and the modules a failed task left
+half-imported are dropped before the next task.
 
 Each task (scenarios.py) runs on the teacher's arrays from INPUTS.npz; its
 output arrays go to OUTPUTS.npz and a short status per task (ok, not
@@ -37,13 +40,19 @@ class StudentPackageOnly:
 
     def __init__(self, root):
         self.root = root
+        self.loader = None            # the loader of the student's files (repair.py), if set
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "numpy_transformer":
-            return None                       # its submodules follow the package's __path__
-        spec = importlib.machinery.PathFinder.find_spec(fullname, [self.root])
-        if spec is None:
+        top_level = "." not in fullname
+        if fullname.split(".")[0] != "numpy_transformer" or top_level != (path is None):
+            return None
+        # Submodules follow the package's __path__; the package is the student's or none.
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path or [self.root])
+        if spec is None and path is None:
             raise ModuleNotFoundError(f"no numpy_transformer in {self.root}", name=fullname)
+        if spec is not None and self.loader is not None and isinstance(
+                spec.loader, importlib.machinery.SourceFileLoader):
+            spec.loader = self.loader(fullname, spec.origin)
         return spec
 
 
@@ -51,13 +60,20 @@ def isolate(student_root):
     """Only the student's numpy_transformer is importable: the editable-install finders and
     path hooks of the teacher's package dropped, a finder that looks in the student's folder
     only put first, that folder first on sys.path, no numpy_transformer module loaded."""
-    sys.meta_path[:] = [StudentPackageOnly(student_root)] + [
-        f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    finder = StudentPackageOnly(student_root)
+    sys.meta_path[:] = [finder] + [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in repr(h).lower()]
     sys.path[:] = [student_root] + [e for e in sys.path if "editable" not in e.lower()]
     sys.path_importer_cache.clear()
+    forget_modules(set())
+    return finder
+
+
+def forget_modules(keep):
+    """Drop every numpy_transformer module not in `keep` (half-imported ones included)."""
     for name in [n for n in sys.modules if n.split(".")[0] == "numpy_transformer"]:
-        del sys.modules[name]
+        if name not in keep:
+            del sys.modules[name]
 
 
 def load_harness(folder):
@@ -82,6 +98,7 @@ def run_tasks(scenarios, tasks, inputs):
     for task in tasks:
         prefix = task["id"] + "."
         arrays = {k[len(prefix):]: inputs[k] for k in inputs.files if k.startswith(prefix)}
+        loaded = set(sys.modules)
         try:
             found = scenarios.run_task(pkg, task, scenarios.Read(arrays))
         except NotImplementedError as stub:
@@ -90,10 +107,20 @@ def run_tasks(scenarios, tasks, inputs):
             continue
         except Exception as error:                                  # noqa: BLE001
             status[task["id"]] = {"state": "error", "message": describe(error)}
+            forget_modules(loaded)      # a module that failed to import is tried afresh
             continue
         outputs.update({prefix + name: value for name, value in found.items()})
         status[task["id"]] = {"state": "ok", "message": ""}
     return outputs, status
+
+
+def own_session():
+    """A session of its own: in a PID namespace (sandbox.py) the worker starts in the group
+    of `unshare`, outside, which `os.kill(0, ...)` would reach; already a leader elsewhere."""
+    try:
+        os.setsid()
+    except (AttributeError, OSError):
+        pass
 
 
 def write_results(outputs_path, outputs, status_path, status):
@@ -111,11 +138,13 @@ def main(argv):
     student_root, tasks_path, inputs_path, outputs_path, status_path, numpy_home = argv
     harness = os.path.dirname(os.path.abspath(__file__))
     student_root = os.path.realpath(student_root)
-    isolate(student_root)
+    own_session()
+    finder = isolate(student_root)
     if numpy_home not in sys.path:            # NumPy where the teacher's process found it
         sys.path.append(numpy_home)           # (-I leaves out a user site-packages)
     import numpy as np
     scenarios = load_harness(harness)
+    finder.loader = importlib.import_module(f"{HARNESS}.repair").RepairingLoader
     with open(tasks_path, encoding="utf-8") as file:
         tasks = json.load(file)
     inputs = np.load(inputs_path, allow_pickle=False)
