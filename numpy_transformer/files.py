@@ -9,11 +9,15 @@ import tempfile
 from contextlib import contextmanager
 
 from .validation import message
-from .errors import InputError
+from .errors import InputError, InputTypeError
 
 
 def check_regular_file(path, name):
-    """FileNotFoundError for a missing path, InputError for anything but a regular file."""
+    """FileNotFoundError for a missing path, InputError for anything but a regular file
+    (InputTypeError for a path that is not a str or os.PathLike: no bytes, no descriptor)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputTypeError(message(name, "a file name (a str or os.PathLike)",
+                                     type(path).__name__))
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -117,3 +121,31 @@ def write_json(path, data):
         json.dump(data, f, indent=2, sort_keys=True, default=float)
         f.write("\n")
     return path
+
+
+def read_json(path, name):
+    """The JSON value in the regular file `path`; InputError naming `name` if it is not
+    JSON (or nests too deep, or holds an integer too long to read)."""
+    raw = read_regular(path, name)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise InputError(message(name, "a JSON file", f"{type(err).__name__}: "
+                                 f"{str(err)[:200]}")) from None
+
+
+def read_notebook_cells(path):
+    """The cells of the Jupyter notebook at `path`; InputError naming it unless it is JSON
+    with a list of cells, each an object whose source is text (or a list of lines)."""
+    notebook = read_json(path, str(path))
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(map(_is_cell, cells)):
+        raise InputError(message(str(path), "a Jupyter notebook (a list of cells, each an "
+                                 "object with a text source)", "another JSON value"))
+    return cells
+
+
+def _is_cell(cell):
+    source = cell.get("source", "") if isinstance(cell, dict) else None
+    return isinstance(source, str) or isinstance(source, list) \
+        and all(isinstance(line, str) for line in source)

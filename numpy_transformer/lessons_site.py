@@ -13,7 +13,6 @@ index.html is a notebook of links, rendered the same way.
 """
 
 import functools
-import json
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
+from .files import read_notebook_cells
 
 INSTALL = ('pip install "numpy_transformer[notebooks]" (from a clone: '
            'pip install -e ".[notebooks]")')
@@ -99,11 +99,7 @@ def find_lessons(folder=None):
 
 def _title(path):
     """The first markdown heading of a notebook ('Lesson 1 — Token embeddings ...')."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    except ValueError as err:
-        raise InputError(f"{path}: not a notebook ({err})") from None
-    for cell in cells:
+    for cell in read_notebook_cells(path):
         if cell.get("cell_type") == "markdown":
             for line in "".join(cell.get("source", "")).splitlines():
                 if line.startswith("#"):

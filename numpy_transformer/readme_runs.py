@@ -14,12 +14,14 @@ so a README number cannot drift from the run it came from.
 """
 
 import glob
-import json
 import os
 from dataclasses import dataclass
 
+from . import files
+from .checkpoint.header import KIND_NAMES
 from .errors import InputError
-from .files import read_regular, write_json
+from .files import write_json
+from .validation import message
 
 
 def _data_commands(dataset):
@@ -67,10 +69,23 @@ def readme_runs():
 
 
 def read_json(path):
-    try:
-        return json.loads(read_regular(path, str(path)).decode("utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read {path}: {err}") from None
+    return files.read_json(path, str(path))
+
+
+def run_config(folder):
+    """The config.json of a run folder, checked: a dict with the run's kind and settings."""
+    path = os.path.join(folder, "config.json")
+    config = read_json(path)
+    if not isinstance(config, dict) or config.get("kind") not in KIND_NAMES \
+            or not isinstance(config.get("settings"), dict):
+        raise InputError(message(path, "the config.json a run writes (its kind and settings)",
+                                 "another JSON value"))
+    smoothing = config["settings"].get("label_smoothing")
+    if smoothing is not None and not (isinstance(smoothing, (int, float)) and
+                                      0 <= smoothing < 1):
+        raise InputError(message(f"{path}: settings.label_smoothing", "a number in [0, 1)",
+                                 repr(smoothing)[:80]))
+    return config
 
 
 def evaluations(folder):
@@ -125,7 +140,7 @@ def claims(kind, results, evaluated, settings=None):
 
 def summarize(run, folder):
     """figures/<name>.json's content: what the run reached, how, and the README's phrases."""
-    config = read_json(os.path.join(folder, "config.json"))
+    config = run_config(folder)
     results = read_json(os.path.join(folder, "results.json"))
     evaluated = evaluations(folder)
     return {"name": run.name, "title": run.title, "commands": list(run.commands),
@@ -139,7 +154,7 @@ def draw_run(folder, out, *, prefix="", name=None):
     from .checkpoint import load_run
     from .plotting import save_figures
     from .training.state import History
-    config = read_json(os.path.join(folder, "config.json"))
+    config = run_config(folder)
     settings = config["settings"]
     history = History.load(os.path.join(folder, "history.json"))
     model, toks, _ = load_run(os.path.join(folder, "best.npz"))

@@ -60,6 +60,16 @@ def check_ids(ids, name, vocab_size, ndim=None):
         raise InputError(message(name, f"token ids in [0, {vocab_size})", f"id {bad}"))
 
 
+def id_array(ids, name):
+    """`ids` as an array (a list of rows of ids is taken); InputError naming `name` for rows
+    of different lengths (NumPy cannot make one array of them)."""
+    try:
+        return xp.asarray(ids)
+    except (ValueError, TypeError) as err:
+        raise InputError(message(name, "rows of token ids of one length (pad the shorter)",
+                                 f"{type(ids).__name__}: {str(err)[:120]}")) from None
+
+
 def check_mask(mask, name, shape):
     """mask must be boolean and broadcast to `shape` (B, H, T_q, T_k)."""
     if mask is None:

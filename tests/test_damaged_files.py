@@ -196,3 +196,86 @@ def test_checkpoints_older_than_run_ids_still_average(tmp_path):
         del header["metadata"]["run_id"]
         craft(path, header, arrays)
     average_checkpoints(paths)                       # the checks of before run ids: they pass
+
+
+# 3. Crafted or damaged files and inputs that used to end in "This is a bug".
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"version": ' + "9" * 5000 + "}",
+                                  '{"format": "numpy_transformer.checkpoint", "step": NaN}',
+                                  "\udcff".encode("utf-8", "surrogatepass").decode("latin-1")])
+def test_a_header_the_json_parser_chokes_on_is_refused_naming_the_file(run, tmp_path, text):
+    path = craft(tmp_path / "c.npz", None, dict(run[1]), text=text)
+    refused(lambda: load_checkpoint(path), path)
+
+
+@pytest.fixture
+def run_folder(tmp_path):
+    """A small run made by `train`, with a later session to resume into (step 4 of 8)."""
+    done = nt("train", "--task", "copy", "--quick", "--no-figures", "--no-progress", "--steps",
+              "4", "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+@pytest.mark.parametrize("setting, value, named", [
+    ("steps", "x", "--steps"), ("seed", -1, "--seed"), ("task", ["copy"], "--task"),
+    ("max_len", None, "--max-len"), ("src", 5, "--src"), ("norm_first", 1, "--norm-first"),
+    ("data_sha256", [1], "data_sha256")])
+def test_crafted_resume_settings_are_one_error_line(run_folder, setting, value, named):
+    header, arrays = read_checkpoint_arrays(run_folder / "r" / "last.npz")
+    header["metadata"]["settings"][setting] = value
+    os.mkdir(run_folder / "c")
+    craft(run_folder / "c" / "last.npz", header, arrays)
+    error(nt("train", "--resume", "c/last.npz", "--steps", "8", "--no-progress",
+             cwd=run_folder), 2, "c/last.npz", "settings", named)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"train": [{"step": "x"}], "eval": []}',
+                                  '{"train": [], "eval": 3}', '{"train": [{"step": 1}], '
+                                  '"eval": []}', "[1]"])
+def test_a_damaged_history_is_refused_at_resume_and_by_figures(run_folder, text):
+    (run_folder / "r" / "history.json").write_text(text)
+    error(nt("train", "--resume", "r/last.npz", "--steps", "8", "--no-progress",
+             cwd=run_folder), 2, "history.json")
+    error(nt("figures", "--run", "r", cwd=run_folder), 2, "history.json")
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "[1]", '{"kind": "seq2seq", "settings": []}',
+                                  '{"kind": ["lm"], "settings": {}}',
+                                  '{"kind": "seq2seq", "settings": {"label_smoothing": "x"}}'])
+def test_a_damaged_config_json_is_refused_by_figures_and_ignored_at_resume(run_folder, text):
+    (run_folder / "r" / "config.json").write_text(text)
+    error(nt("figures", "--run", "r", cwd=run_folder), 2, "config.json")
+    done = nt("train", "--resume", "r/last.npz", "--steps", "6", "--no-progress", "--no-figures",
+              cwd=run_folder)                     # the trainer writes a new one
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_data_refuses_a_base_url_that_is_not_one(tmp_path):
+    for url in ("not a url", "http://[::1", "ftp://example.org", "https://"):
+        error(nt("data", "shakespeare", "--out", tmp_path / "d", "--base-url", url), 2,
+              "--base-url")
+    assert not (tmp_path / "d").exists() or not list((tmp_path / "d").iterdir())
+
+
+@pytest.mark.parametrize("text", ['{"cells": {"a": 1}}', '{"cells": [1]}', "[1]",
+                                  '{"cells": [{"source": [1]}]}', "{"])
+def test_lessons_html_refuses_a_notebook_whose_cells_are_not_a_list_of_cells(tmp_path, text):
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "01_x.ipynb").write_text(text)
+    error(nt("lessons", "--html", tmp_path / "site", "--from", tmp_path / "nb"), 2, "01_x.ipynb")
+
+
+def test_the_python_api_names_its_bad_arguments():
+    from numpy_transformer.decoding import greedy_decode
+    from numpy_transformer.errors import InputTypeError
+    with pytest.raises(InputTypeError, match="config: expected a TransformerConfig, got dict"):
+        build_transformer({"src_vocab_size": 5, "tgt_vocab_size": 5})
+    with pytest.raises(InputTypeError, match="build_transformer"):
+        build_transformer(None)
+    model = build_transformer(TransformerConfig(src_vocab_size=7, tgt_vocab_size=7, **MODEL))
+    with pytest.raises(InputError, match="src: expected rows of token ids of one length"):
+        greedy_decode(model, [[3, 4], [5]])
+    for path in (None, b"last.npz", 3):
+        with pytest.raises(InputTypeError, match="checkpoint: expected a file name"):
+            load_checkpoint(path)

@@ -9,7 +9,10 @@ files already there alone, and ends with the commands that reproduce the README'
 
 import os
 import shlex
+import urllib.parse
 
+from ..errors import InputError
+from ..validation import message
 from ..data.download import DATASETS, GITHUB, fetch, read_manifest
 from .options import add_common, raw_formatter
 
@@ -41,7 +44,20 @@ def add_parsers(commands):
     p.set_defaults(run=run_data)
 
 
+def check_base_url(base_url):
+    """InputError naming --base-url unless it is an http:// or https:// address with a host
+    (urllib would fail on it only once the download starts)."""
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+    except ValueError:                            # e.g. an unclosed [IPv6 address
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(message("--base-url", "an http:// or https:// address with a host "
+                                 "(a mirror keeping the same paths)", repr(base_url)[:200]))
+
+
 def run_data(args):
+    check_base_url(args.base_url)
     dataset = DATASETS[args.dataset]
     manifest = read_manifest(args.manifest, args.dataset) if args.manifest else None
     count = len(dataset.files)

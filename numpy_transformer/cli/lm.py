@@ -51,7 +51,7 @@ def add_parsers(commands):
     add_model_options(p, encoder_decoder=False)
     add_training_options(p, keep_last=True)
     add_common(p)
-    p.set_defaults(run=run_train_lm)
+    p.set_defaults(run=run_train_lm, settings_parser=p)     # resumed settings: checked by it
 
     p = commands.add_parser("generate", help="continue a prompt with a trained GPT",
                             description="Sample text from a checkpoint written by train-lm.")

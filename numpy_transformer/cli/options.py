@@ -16,6 +16,7 @@ import argparse
 from dataclasses import fields
 
 from ..errors import InputError
+from ..validation import message
 
 
 class Parser(argparse.ArgumentParser):
@@ -133,6 +134,42 @@ def add_training_options(p, token_batches=False, keep_last=False):
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--quick", action="store_true",
                    help="a tiny run of a few seconds (smoke tests, CI)")
+
+
+def check_saved(saved, names, parser, preset, source):
+    """InputError naming `source` and the option unless each of the settings `names` saved
+    in a checkpoint is a value its option could have given (the option's own type, range
+    and choices; null only where the preset has none): a crafted checkpoint's settings
+    meet the command line's checks. Data digests: a {option: SHA-256} dict."""
+    options = {action.dest: action for action in parser._actions} if parser else {}
+    for name in names:
+        value, action = saved.get(name), options.get(name)
+        fits = preset.get(name) is None if value is None else \
+            action is None or _could_give(action, value)
+        if not fits:
+            raise InputError(message(f"{source}: settings: --{name.replace('_', '-')}",
+                                     "a value the option takes", repr(value)[:80]))
+    digests = saved.get("data_sha256") or {}
+    if not isinstance(digests, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in digests.items()):
+        raise InputError(message(f"{source}: settings: data_sha256", "a dict of SHA-256 "
+                                 "digests by option", repr(digests)[:80]))
+
+
+def _could_give(action, value):
+    """True if the option of `action` could have given `value` on a command line."""
+    if action.nargs == 0:                                    # a flag: True or False
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    if action.choices is not None and value not in action.choices:
+        return False
+    if action.type is None:
+        return isinstance(value, str)
+    try:
+        return action.type(str(value)) == value
+    except (argparse.ArgumentTypeError, ValueError, TypeError):
+        return False
 
 
 def config_from(cls, settings, **extra):

@@ -24,7 +24,7 @@ from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from .data_files import FILES, find_data, record_digests
-from .options import config_from
+from .options import check_saved, config_from
 from .outputs import check_figures_folder, check_name
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
@@ -42,7 +42,7 @@ def resolve_settings(args, kind, names, presets, quick):
         if name in explicit:
             check_name(f"--{name}", explicit[name])
     if args.resume:
-        return _resumed_settings(args, kind, names, explicit)
+        return _resumed_settings(args, kind, names, explicit, presets[0])
     settings = dict.fromkeys(names)
     for preset in presets + ([quick] if args.quick else []):
         settings.update(preset)
@@ -82,7 +82,7 @@ def _refuse_average(path, ckpt, kind):
                      f"{shlex.quote(str(path))}, or continue the run itself: {run}")
 
 
-def _resumed_settings(args, kind, names, explicit):
+def _resumed_settings(args, kind, names, explicit, preset):
     ckpt = load_checkpoint(args.resume)
     found = run_kind(ckpt)
     if found != kind:
@@ -96,6 +96,7 @@ def _resumed_settings(args, kind, names, explicit):
         raise InputError(message("--resume", f"a checkpoint written by `{COMMANDS[kind]}` of "
                                  f"this version", f"{args.resume} (its saved settings are "
                                  f"missing or from another version)"))
+    check_saved(saved, names, getattr(args, "settings_parser", None), preset, args.resume)
     ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
                      and explicit[k] != saved.get(k))
     if ignored:

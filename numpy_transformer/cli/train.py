@@ -82,7 +82,7 @@ def add_parser(commands):
     add_model_options(p, encoder_decoder=True)
     add_training_options(p, token_batches=True, keep_last=True)
     add_common(p)
-    p.set_defaults(run=run_train)
+    p.set_defaults(run=run_train, settings_parser=p)     # resumed settings: checked by it
 
 
 def _settings(args):

@@ -19,7 +19,7 @@ import math
 import numbers
 
 from ..backend import to_numpy, xp
-from ..validation import check_ids, check_positive_int, message
+from ..validation import check_ids, check_positive_int, id_array, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import log_softmax
 from ..masks import make_causal_mask, make_padding_mask
@@ -52,7 +52,7 @@ def _src_and_steps(model, src, max_len, extra=GREEDY_EXTRA):
     """(src on the model's device, steps). A host array's ids are checked before they move:
     check_ids reads the values of host arrays only (a device array's would need a sync)."""
     if not hasattr(src, "dtype"):
-        src = xp.asarray(src)                                 # lists of ids
+        src = id_array(src, "src")                           # lists of ids
     steps = _decode_steps(model, src, max_len, extra)
     return xp.asarray(src), steps
 

@@ -24,9 +24,9 @@ from ..layers.normalization import LayerNorm
 from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from ..module import Module
-from .config import GPTConfig  # noqa: F401  (re-exported: models.gpt.GPTConfig)
+from .config import GPTConfig  # (also re-exported: models.gpt.GPTConfig)
 from .encoder import Encoder, EncoderBlock
-from .transformer import check_output_gradient, xavier_uniform_
+from .transformer import check_config, check_output_gradient, xavier_uniform_
 
 
 class GPT(Module):
@@ -47,7 +47,7 @@ class GPT(Module):
 
     def __init__(self, config):
         super().__init__()
-        self.config = c = config
+        self.config = c = check_config(config, GPTConfig)
         rng = np.random.default_rng(c.seed)
         self.embed = Embedding(c.vocab_size, c.d_model, rng=rng)
         self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)

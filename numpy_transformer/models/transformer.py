@@ -5,7 +5,7 @@ import numpy as np
 from .. import kv_cache
 from ..backend import xp
 from ..validation import check_ids, message
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
 from ..layers.positional import PositionalEncoding
@@ -63,7 +63,7 @@ class Transformer(Module):
 
     def __init__(self, config):
         super().__init__()
-        self.config = c = config
+        self.config = c = check_config(config, TransformerConfig)
         rng = np.random.default_rng(c.seed)
         stack = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
                      norm_first=c.norm_first, attention=c.attention, latent_dim=c.latent_dim)
@@ -154,8 +154,20 @@ class Transformer(Module):
 
 def build_transformer(config=None, **overrides):
     """A Transformer from a TransformerConfig, or from its fields as keyword arguments."""
-    if config is None:
-        config = TransformerConfig(**overrides)
-    elif overrides:
-        config = TransformerConfig(**{**config.to_dict(), **overrides})
+    if config is not None:
+        check_config(config, TransformerConfig)
+    if config is None or overrides:
+        fields = {**(config.to_dict() if config is not None else {}), **overrides}
+        try:
+            config = TransformerConfig(**fields)
+        except TypeError as err:                # a field missing, or one it does not have
+            raise InputTypeError(message("build_transformer", "the fields of a "
+                                         "TransformerConfig", str(err))) from None
     return Transformer(config)
+
+
+def check_config(config, kind):
+    """`config` itself if it is a `kind` (the dataclass), else InputTypeError naming it."""
+    if not isinstance(config, kind):
+        raise InputTypeError(message("config", f"a {kind.__name__}", type(config).__name__))
+    return config

@@ -95,7 +95,7 @@ class RunFolder:
         try:
             with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
                 config = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):       # not JSON (or crafted to nest deep)
             return False
         return isinstance(config, dict) and {"model_class", "model", "train"} <= set(config)
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..files import atomic_write, read_regular
+from ..files import atomic_write, read_json
 from ..errors import InputError
+from ..validation import message
 
 
 class History:
@@ -51,12 +52,32 @@ class History:
 
     @classmethod
     def load(cls, path):
-        """Read a history.json; ValueError naming the file if it is not one."""
-        try:
-            data = json.loads(read_regular(path, str(path)).decode("utf-8"))
-            return cls(data["train"], data["eval"])
-        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
-            raise InputError(f"{path}: not a training history file ({err})") from None
+        """Read a history.json; InputError naming the file if it is not one."""
+        data = read_json(path, str(path))
+        if not isinstance(data, dict) or not _records(data.get("train"), TRAIN_FIELDS) \
+                or not _records(data.get("eval"), ()):
+            raise InputError(message(str(path), "a training history file (train and eval: "
+                                     "lists of records of numbers, each with its step)",
+                                     "another JSON value"))
+        return cls(data["train"], data["eval"])
+
+
+TRAIN_FIELDS = ("loss", "lr")          # what the figures draw of every training step
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _records(rows, needed):
+    """True if `rows` is a list of dicts, each with an integer step >= 0, a number in each
+    of `needed`, and numbers, null or text in the others."""
+    return isinstance(rows, list) and all(
+        isinstance(r, dict) and isinstance(r.get("step"), int) and _number(r["step"])
+        and r["step"] >= 0 and all(_number(r.get(k)) for k in needed)
+        and all(v is None or _number(v) or isinstance(v, str) for v in r.values())
+        for r in rows)
 
 
 @dataclass
