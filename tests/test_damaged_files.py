@@ -10,6 +10,8 @@ import os
 import numpy as np
 import pytest
 from doors import error, nt
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from numpy_transformer.checkpoint import load_checkpoint, load_run, read_checkpoint_arrays
 from numpy_transformer.checkpoint.average import average_checkpoints
@@ -279,3 +281,105 @@ def test_the_python_api_names_its_bad_arguments():
     for path in (None, b"last.npz", 3):
         with pytest.raises(InputTypeError, match="checkpoint: expected a file name"):
             load_checkpoint(path)
+
+
+# 4. Fuzzing: whatever a header or a run folder's file holds, a correct load or an InputError.
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.sampled_from([0, 1, -1])
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
+    | st.sampled_from(["float32", "<f4", "GPT", "Transformer", "lm", "seq2seq"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                 max_size=3),
+    max_leaves=6)
+
+
+def mutate(data, tree):
+    """Walk from the root of `tree` to a node drawn by `data`; drop it or replace it with a
+    drawn JSON value (a huge or negative number, a string, a list, ...)."""
+    node = tree
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            return
+        key = data.draw(st.sampled_from(keys))
+        if isinstance(node[key], (dict, list)) and node[key] and data.draw(st.booleans()):
+            node = node[key]
+            continue
+        if isinstance(node, dict) and data.draw(st.booleans()):
+            del node[key]
+        else:
+            node[key] = data.draw(JSON)
+        return
+
+
+def mutate_array(data, arrays):
+    """Give one array another dtype or shape."""
+    name = data.draw(st.sampled_from(sorted(arrays)))
+    change = data.draw(st.sampled_from(["dtype", "flat", "cut"]))
+    if change == "dtype":
+        dtype = data.draw(st.sampled_from([np.float16, np.float64, np.int32, np.bool_,
+                                           np.complex64, np.uint8]))
+        arrays[name] = arrays[name].astype(dtype)
+    elif change == "flat":
+        arrays[name] = arrays[name].reshape(-1)
+    else:
+        arrays[name] = arrays[name].reshape(-1)[:-1]
+
+
+FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@FUZZ
+@given(data=st.data())
+def test_any_crafted_header_loads_correctly_or_is_an_input_error(run, tmp_path_factory, data):
+    header, arrays = copy.deepcopy(run[0]), dict(run[1])
+    for _ in range(data.draw(st.integers(1, 3))):
+        mutate(data, header)
+    if data.draw(st.booleans()):
+        mutate_array(data, arrays)
+    path = craft(tmp_path_factory.getbasetemp() / "fuzzed.npz", header, arrays)
+    try:
+        model, tokenizers, _ = load_run(path)
+        fresh_trainer().resume(path)
+    except InputError as err:
+        assert "fuzzed.npz" in str(err), str(err)     # named (the one place it comes from)
+        return
+    assert np.isfinite(model.forward(np.ones((1, 3), np.int64), np.ones((1, 2), np.int64))).all()
+
+
+@FUZZ
+@given(data=st.data())
+def test_any_damaged_history_or_config_json_reads_correctly_or_is_an_input_error(
+        run, tmp_path_factory, data):
+    from numpy_transformer.readme_runs import run_config
+    from numpy_transformer.training.state import History
+    folder = tmp_path_factory.getbasetemp() / "fuzzed_run"
+    folder.mkdir(exist_ok=True)
+    for name in ("history.json", "config.json"):
+        with open(os.path.join(run[2], name), encoding="utf-8") as f:
+            record = {"root": json.load(f)}
+        for _ in range(data.draw(st.integers(1, 3))):
+            mutate(data, record)
+        (folder / name).write_text(json.dumps(record.get("root")))
+    try:
+        History.load(folder / "history.json").truncate(1)
+    except InputError as err:
+        assert "history.json" in str(err), str(err)
+    try:
+        run_config(str(folder))
+    except InputError as err:
+        assert "config.json" in str(err), str(err)
+
+
+@pytest.mark.parametrize("edit", [_set(["version"], 2), _set(["metadata", "tokenizers"], 0),
+                                  _retype("model/", np.float16), _set(["config"], [])])
+@pytest.mark.parametrize("command", ["translate", "evaluate", "average", "generate"])
+def test_a_crafted_checkpoint_is_one_error_line_for_every_command(run, tmp_path, edit,
+                                                                  command):
+    path = craft(tmp_path / "c.npz", *edited(run, edit))
+    args = {"translate": ["--checkpoint", path, "abc"], "evaluate": ["--checkpoint", path],
+            "generate": ["--checkpoint", path],
+            "average": [path, os.path.join(run[2], "last.npz"), "--out", tmp_path / "a.npz"]}
+    error(nt(command, *args[command]), 2, "c.npz")

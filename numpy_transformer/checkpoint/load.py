@@ -7,6 +7,7 @@ than the weights the file really holds, and the model must fit in memory. Then
 the model is built and the weights copied in, names and shapes checked.
 """
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +54,25 @@ def _config(header, path, config_cls, weights):
 
 
 def load_checkpoint(path):
-    """Rebuild the model saved in `path`; return a Checkpoint."""
+    """Rebuild the model saved in `path`; return a Checkpoint. Every InputError names `path`."""
     header, arrays = read_checkpoint_arrays(path)
+    with naming(path):
+        return _rebuild(header, arrays, path)
+
+
+@contextlib.contextmanager
+def naming(path):
+    """An InputError raised inside names the checkpoint `path` (once)."""
+    try:
+        yield
+    except InputError as err:
+        if str(path) in str(err):
+            raise
+        raise type(err)(f"checkpoint {path}: {err}") from None
+
+
+def _rebuild(header, arrays, path):
+    """The Checkpoint of a header and arrays read (and checked) from `path`."""
     classes = _model_classes()
     name = header.get("model_class")
     if name not in classes:

@@ -112,11 +112,13 @@ class Checkpoints:
         path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
         ckpt = load_checkpoint(path) if path is not None else checkpoint
         meta = ckpt.metadata
-        if "data_state" not in meta or ckpt.optimizer_state is None:
-            raise InputError(message("checkpoint", "a checkpoint written by a Trainer (with "
-                                     "optimizer and data state)", "a bare model checkpoint"))
         path = path if path is not None else getattr(ckpt, "path", None)
-        self.model.load_state_dict(ckpt.model.state_dict())
+        if "data_state" not in meta or ckpt.optimizer_state is None:
+            raise InputError(message(f"checkpoint {path or ''}".strip(), "a checkpoint written "
+                                     "by a Trainer (with optimizer and data state)",
+                                     "a bare model checkpoint"))
+        with _restoring(path, "model"):
+            self.model.load_state_dict(ckpt.model.state_dict())
         with _restoring(path, "optimizer"):
             self.optimizer.load_state_dict(ckpt.optimizer_state)
         self.step = int(meta.get("step", 0))
