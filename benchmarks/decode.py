@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.harness import CONFIGS, Setup, make_batch  # noqa: E402
 
-NO_EOS = -1          # an id greedy search can never produce: every run has the same length
+NO_EOS = None       # no end token: every run decodes the same number of tokens
 
 
 def decode_once(model, src, steps, use_cache):

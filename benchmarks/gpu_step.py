@@ -43,7 +43,7 @@ from benchmarks.harness import (ADAM, CONFIGS, PAD,  # noqa: E402
 DEFAULT_STEPS = {"tiny": 30, "small": 20, "base": 10}
 WARMUP = 3
 DECODE_REPEATS = 3
-NO_EOS = -1          # an id greedy search never produces: every run has the same length
+NO_EOS = None       # no end token: every run decodes the same number of tokens
 
 
 class DeviceTorchTrainer(TorchTrainer):

@@ -92,9 +92,11 @@ def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=Tru
     EOS the rest of the row is padding (config.pad_id). Stops once every row has
     its EOS. PAD and BOS are never predicted. max_len defaults to S + 10, capped
     at config.max_len. cache: an empty KVCache to fill (to measure it afterwards).
+    eos_id=None: no end token, every row gets max_len tokens (for timing decoding).
     """
     src, steps = _src_and_steps(model, src, max_len)      # the ids on the model's device
-    _check_search_args(model, bos_id=bos_id, eos_id=eos_id)
+    ends = {} if eos_id is None else {"eos_id": eos_id}
+    _check_search_args(model, bos_id=bos_id, **ends)
     pad_id, B = model.config.pad_id, src.shape[0]
     with eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
@@ -107,7 +109,8 @@ def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=Tru
             logits[:, [pad_id, bos_id]] = -xp.inf
             next_id = xp.where(done, pad_id, logits.argmax(axis=-1))             # (B,)
             out = xp.concatenate([out, next_id[:, None]], axis=1)                # (B, t + 1)
-            done |= next_id == eos_id
+            if eos_id is not None:
+                done |= next_id == eos_id
             if bool(done.all()):
                 break
     return out[:, 1:]
