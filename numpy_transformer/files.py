@@ -77,11 +77,12 @@ def file_sha256(path, name):
 
 
 @contextmanager
-def atomic_write(path, mode="wb", suffix=""):
+def atomic_write(path, mode="wb", suffix="", newline=None):
     """`with atomic_write(path) as f: ...` writes a temporary file beside `path` and, only
     when the block succeeds, flushes it to disk and renames it over `path` (an atomic step).
     If the block fails or is interrupted, the temporary file is removed and the old `path`,
-    if any, is untouched. An OS error names `path`, never the temporary file."""
+    if any, is untouched. An OS error names `path`, never the temporary file. `newline` is
+    open()'s, for text modes ("" for the csv module)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     try:
@@ -93,7 +94,7 @@ def atomic_write(path, mode="wb", suffix=""):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)                 # mkstemp makes it private (0600)
         encoding = None if "b" in mode else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding) as f:
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import read_json
 from .gradescope import gradescope_results, not_graded_results, read_visibility, write_json
 
 PACKAGE_NAME = "numpy_transformer"
@@ -79,7 +80,11 @@ def grade_submission(root):
     """The results.json dict for ROOT/submission (never raises for a bad submission)."""
     from .grade import grade
     start, source = time.monotonic(), Path(root) / "source"
-    config = json.loads((source / "autograder.json").read_text(encoding="utf-8"))
+    try:                                  # a regular file only: a FIFO would hang here
+        config = read_json(source / "autograder.json", "autograder.json")
+    except (OSError, InputError) as err:
+        return not_graded_results(f"the autograder's configuration is unreadable ({err}); "
+                                  "tell your teacher", None, None, time.monotonic() - start)
     parts, visibility = config["parts"], read_visibility(config["visibility"])
     try:
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)

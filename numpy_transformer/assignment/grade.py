@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import atomic_write
 from .make import PACKAGE, read_manifest
 from .parts import failed_part, reference_results, score_part, validate_parts
 from .runner import MEMORY_MB, Harness
@@ -93,8 +94,8 @@ def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=pri
         out(report.warning)
     out(report.table())
     if json_out is not None:
-        Path(json_out).write_text(json.dumps(report.to_dict(), indent=2) + "\n",
-                                  encoding="utf-8")
+        with atomic_write(json_out, "w", suffix=".json") as file:    # never half a file
+            file.write(json.dumps(report.to_dict(), indent=2) + "\n")
         out(f"wrote {json_out}")
     return 0 if report.points == report.max_points else 1
 

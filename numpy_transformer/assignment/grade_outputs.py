@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import atomic_write
 from .gradescope import gradescope_results, read_visibility, write_json
 
 
@@ -60,7 +61,8 @@ def _check_request(dirs, json_out, gradescope_out, visibility, csv_out):
 
 def _write_json_report(report, name, path):
     data = {**report.to_dict(), "directory": name}
-    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    with atomic_write(path, "w", suffix=".json") as file:            # never half a file
+        file.write(json.dumps(data, indent=2) + "\n")
 
 
 def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
@@ -84,7 +86,7 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
         out(f"wrote {gradescope_out} (Gradescope results)")
     if csv_out:
         shown = validate_parts(parts) if parts is not None else _parts_of(graded)
-        with open(csv_out, "w", newline="", encoding="utf-8") as file:
+        with atomic_write(csv_out, "w", ".csv", newline="") as file:     # never half a file
             csv.writer(file).writerows(class_rows(graded, shown))
         out(f"wrote {csv_out}: {len(graded)} student{'s' * (len(graded) != 1)}")
     full = all(not isinstance(r, str) and r.points == r.max_points for _, r in graded)

@@ -28,6 +28,7 @@ from .markers import (MarkerError, find_regions, regions_in_source, replace_regi
                       stub_lines)
 from .parts import PARTS, TITLES, max_points, validate_parts
 from ..errors import InputError
+from ..files import read_regular
 
 MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[1]          # the reference numpy_transformer/
@@ -95,13 +96,13 @@ def read_manifest(root, required=True):
     """The assignment.json of a student copy; ValueError when `root` is not one."""
     root = Path(root)
     path = root / MANIFEST
-    if not (root / "numpy_transformer" / "__init__.py").is_file() or not path.is_file():
+    if not (root / "numpy_transformer" / "__init__.py").is_file() or not path.exists():
         if not required:
             return None
         raise InputError(f"{root} is not a student copy: it needs numpy_transformer/ and "
                          f"{MANIFEST} (make one with `assignment make --out DIR`)")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_regular(path, str(path)).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise InputError(f"{path} is damaged: it is not valid JSON ({err}); make the copy "
                          "again or restore the file") from None
@@ -262,8 +263,9 @@ def reveal(directory, parts):
                               f"{', '.join(parts)} do not match the reference's")
         file = root / "numpy_transformer" / path
         bodies = [source[r.begin + 1:r.end] for r in ref]
-        file.write_text("\n".join(replace_region_bodies(file.read_text(encoding="utf-8")
-                                                        .split("\n"), mine, bodies)),
+        file.write_text("\n".join(replace_region_bodies(read_regular(file, str(file))
+                                                        .decode("utf-8").split("\n"),
+                                                        mine, bodies)),
                         encoding="utf-8")
     manifest["stubbed"] = [p for p in manifest["stubbed"] if p not in parts]
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

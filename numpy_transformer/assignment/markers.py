@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import read_regular
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+))?[ \t]*$")
 END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+))?[ \t]*$")
@@ -131,7 +132,7 @@ def find_regions(root, files=None):
     paths = files if files is not None else sorted(root.rglob("*.py"))
     regions = []
     for path in paths:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular(path, str(path)).decode("utf-8")   # a student's: no FIFO
         if "SOLUTION" in text:
             regions += regions_in_source(text, Path(path).relative_to(root).as_posix())
     return regions

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
+from ..files import read_json
 from .sandbox import isolation
 
 HERE = Path(__file__).resolve().parent
@@ -127,10 +129,10 @@ class Harness:
                 return {}, {}, "the grading process wrote results too large to read"
             with np.load(files["outputs.npz"], allow_pickle=False) as data:
                 outputs = {k: np.asarray(data[k]) for k in data.files}
-            status_of = json.loads(Path(files["status.json"]).read_text(encoding="utf-8"))
+            status_of = read_json(files["status.json"], "status.json")    # no FIFO
             if not isinstance(status_of, dict):
                 raise ValueError("the status is not a JSON object")
-        except (OSError, ValueError, RecursionError, zipfile.BadZipFile) as err:
+        except (OSError, ValueError, InputError, zipfile.BadZipFile) as err:
             return {}, {}, f"unreadable results: {type(err).__name__}: {err}"
         if "fatal" in status_of:
             return {}, {}, f"the package does not import: {str(status_of['fatal'])[:300]}"

@@ -21,14 +21,14 @@ Trainer) is refused, even with `overwrite`: its files are someone else's.
 """
 
 import glob
-import json
 import os
 import re
 import shlex
+import stat
 
 from ..validation import message
 from ..errors import InputError
-from ..files import write_json as write_json_file
+from ..files import read_json, read_regular, write_json as write_json_file
 
 try:
     import fcntl
@@ -38,6 +38,17 @@ except ImportError:                     # Windows: fall back to an exclusive-cre
 RUN_FILES = ("last.npz", "best.npz", "history.json", "config.json", "results.json",
              "src_tokenizer.json", "tgt_tokenizer.json", "text_tokenizer.json")
 STEP_FILE = re.compile(r"step-(\d+)\.npz")          # step-<N>.npz: TrainConfig.keep_last
+
+
+def _open_lock(path, flags):
+    """os.open of the lock file, refused unless it is a regular file (opened without
+    blocking, then checked, so a FIFO planted there cannot hang the run)."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(message("--out", "a run folder whose .lock is a regular file",
+                                 f"something else at {path!r}"))
+    return fd
 
 
 def step_files(folder):
@@ -92,10 +103,9 @@ class RunFolder:
 
     def _our_config(self):
         """True if config.json is the one a Trainer writes (model_class, model, train)."""
-        try:
-            with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
-                config = json.load(f)
-        except (OSError, ValueError, RecursionError):       # not JSON (or crafted to nest deep)
+        try:                         # a regular file only (files.py): a FIFO would block
+            config = read_json(os.path.join(self.path, "config.json"), "config.json")
+        except (OSError, InputError):                 # missing, not JSON, or not a file
             return False
         return isinstance(config, dict) and {"model_class", "model", "train"} <= set(config)
 
@@ -140,11 +150,11 @@ class RunFolder:
         path = os.path.join(self.path, ".lock")
         if fcntl is None:
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                fd = _open_lock(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
                 raise InputError(self._in_use(path)) from None
         else:
-            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+            fd = _open_lock(path, os.O_CREAT | os.O_RDWR)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -156,9 +166,8 @@ class RunFolder:
 
     def _in_use(self, path):
         try:
-            with open(path, encoding="utf-8") as f:
-                pid = f.read().strip() or "?"
-        except OSError:
+            pid = read_regular(path, ".lock").decode("utf-8", "replace").strip() or "?"
+        except (OSError, InputError):
             pid = "?"
         return (f"{self.path} is in use by another training run (process {pid}); wait for it "
                 f"to finish, or choose another --out")
