@@ -44,3 +44,15 @@ def shortened(argv):
         else:
             out.append(arg)
     return out + ["--steps", "12" if "--resume" in argv else "6", "--warmup", "1", "--quick"]
+
+
+WORDS = ["red", "green", "blue", "cat", "dog", "bird", "big", "small"]
+
+
+def write_word_pairs(folder):
+    """folder/pairs.tsv: a small word-level corpus ('a b<TAB>b a' for every two words, twice);
+    returns its lines as (source, target)."""
+    pairs = [(f"{a} {b}", f"{b} {a}") for a in WORDS for b in WORDS] * 2
+    (folder / "pairs.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
+    return pairs
+

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from doors import NT, error, nt, ok
+from doors import NT, error, nt, ok, write_word_pairs
 
 from numpy_transformer.checkpoint import load_checkpoint
 
@@ -46,11 +46,9 @@ def finite(path):
 def work(tmp_path_factory):
     """A folder with small data files: a TSV corpus, parallel files, a text."""
     folder = tmp_path_factory.mktemp("work")
-    words = ["red", "green", "blue", "cat", "dog", "bird", "big", "small"]
-    pairs = [f"{a} {b}\t{b} {a}" for a in words for b in words]
-    (folder / "pairs.tsv").write_text("\n".join(pairs * 2) + "\n")
-    (folder / "train.src").write_text("\n".join(p.split("\t")[0] for p in pairs * 2) + "\n")
-    (folder / "train.tgt").write_text("\n".join(p.split("\t")[1] for p in pairs * 2) + "\n")
+    pairs = write_word_pairs(folder)
+    (folder / "train.src").write_text("".join(f"{src}\n" for src, _ in pairs))
+    (folder / "train.tgt").write_text("".join(f"{tgt}\n" for _, tgt in pairs))
     (folder / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
     return folder
 

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from doors import error, nt, ok
+from doors import error, nt, ok, write_word_pairs
 
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
 from numpy_transformer.errors import InputError
@@ -23,9 +23,7 @@ QUICK = ["--quick", "--no-figures", "--no-progress"]
 def work(tmp_path_factory):
     """A folder with a small TSV corpus (word level)."""
     folder = tmp_path_factory.mktemp("honest")
-    words = ["red", "green", "blue", "cat", "dog", "bird", "big", "small"]
-    pairs = [f"{a} {b}\t{b} {a}" for a in words for b in words]
-    (folder / "pairs.tsv").write_text("\n".join(pairs * 2) + "\n")
+    write_word_pairs(folder)
     return folder
 
 
