@@ -1,9 +1,20 @@
 """numpy_transformer: the Transformer of "Attention Is All You Need" in NumPy,
-with an explicit, hand-derived backward for every layer."""
+with an explicit, hand-derived backward for every layer.
+
+Importing the package loads its core alone (backend, Module, layers, models, losses,
+optimizers, masks, gradient checker: docs/design.md); `Checkpoint`, `load_checkpoint` and
+`save_checkpoint` are imported from `numpy_transformer.checkpoint` on first use."""
 
 from .backend import (default_dtype, get_backend, get_default_dtype, set_backend,
                       set_default_dtype, to_numpy, xp)
-from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from .module import Module
+from .version import __version__
 
-__version__ = "0.1.0"
+CHECKPOINT_NAMES = ("Checkpoint", "load_checkpoint", "save_checkpoint")
+
+
+def __getattr__(name):
+    if name in CHECKPOINT_NAMES:
+        from . import checkpoint
+        return getattr(checkpoint, name)
+    raise AttributeError(f"module 'numpy_transformer' has no attribute {name!r}")

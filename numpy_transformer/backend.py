@@ -63,7 +63,7 @@ def set_backend(name):
             ) from err
         _active = cupy
     elif name == "simulator":
-        from . import device_simulator
+        from .testing import device_simulator
         _active = device_simulator.module
     else:
         _active = numpy
@@ -77,7 +77,7 @@ def get_backend():
 
 def to_numpy(x):
     """A NumPy array holding `x` (copied from the GPU when `x` is a CuPy array)."""
-    if type(x).__module__.startswith(("cupy", "numpy_transformer.device_simulator")):
+    if type(x).__module__.startswith(("cupy", "numpy_transformer.testing.device_simulator")):
         return x.get()
     return numpy.asarray(x)
 

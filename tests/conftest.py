@@ -1,7 +1,7 @@
 """Shared fixtures: gradient checks run in float64, and the dtype is restored after.
 
 The suite also runs on a device: `NUMPY_TRANSFORMER_BACKEND=simulator python -m pytest`
-(a CPU stand-in as strict as CuPy, see numpy_transformer/device_simulator.py) or
+(a CPU stand-in as strict as CuPy, see numpy_transformer/testing/device_simulator.py) or
 `=cupy` on a GPU. Then the `rng` fixture hands out device arrays, as the data
 pipeline does, and NumPy's assertions compare on the host (`to_numpy` first):
 the tests stay written in NumPy and the package's code meets only device arrays.
@@ -48,7 +48,7 @@ class DeviceRandom:
 @pytest.fixture(scope="module")
 def solution_copy(tmp_path_factory):
     """A copy of the package made by `assignment make --solutions` (reference code kept)."""
-    from numpy_transformer.assignment import make
+    from numpy_transformer.course.assignment.make import make
     out = tmp_path_factory.mktemp("solution") / "copy"
     make(out, solutions=True)
     return out
@@ -57,7 +57,7 @@ def solution_copy(tmp_path_factory):
 @pytest.fixture(scope="module")
 def student_copy(tmp_path_factory):
     """A student copy with every part stubbed."""
-    from numpy_transformer.assignment import make
+    from numpy_transformer.course.assignment.make import make
     out = tmp_path_factory.mktemp("student") / "copy"
     make(out)
     return out
@@ -75,7 +75,7 @@ def on_host(value):
         return type(value)(on_host(v) for v in value)
     if isinstance(value, dict):
         return {k: on_host(v) for k, v in value.items()}
-    if type(value).__module__.startswith(("cupy", "numpy_transformer.device_simulator")):
+    if type(value).__module__.startswith(("cupy", "numpy_transformer.testing.device_simulator")):
         return to_numpy(value)
     return value
 

@@ -11,12 +11,14 @@ import shutil
 
 import pytest
 
-from numpy_transformer.assignment import PARTS, grade, grade_assignment, make, reveal
-from numpy_transformer.assignment.make import PACKAGE, package_regions, read_manifest
-from numpy_transformer.assignment.markers import (MarkerError, parse_regions,
+from numpy_transformer.course.assignment import PARTS
+from numpy_transformer.course.assignment.grade import grade, grade_assignment
+from numpy_transformer.course.assignment.make import make, reveal
+from numpy_transformer.course.assignment.make import PACKAGE, package_regions, read_manifest
+from numpy_transformer.course.assignment.markers import (MarkerError, parse_regions,
                                                   regions_in_source, stub_lines)
-from numpy_transformer.assignment.mistakes import MISTAKES
-from numpy_transformer.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
+from numpy_transformer.course.assignment.mistakes import MISTAKES
+from numpy_transformer.course.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
 
 
 def fresh(copy, tmp_path):

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.assignment import PARTS, grade
-from numpy_transformer.assignment.make import PACKAGE, package_regions
-from numpy_transformer.assignment.mistakes import MISTAKES
-from numpy_transformer.assignment.parts import Package, Read, reference_results, run_task
-from numpy_transformer.assignment.runner import HARNESS_FILES
+from numpy_transformer.course.assignment import PARTS
+from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.make import PACKAGE, package_regions
+from numpy_transformer.course.assignment.mistakes import MISTAKES
+from numpy_transformer.course.assignment.parts import Package, Read, reference_results, run_task
+from numpy_transformer.course.assignment.runner import HARNESS_FILES
 
 BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape, or nothing
     "GELU.backward": "return xp.zeros_like(dy)",
@@ -155,7 +156,7 @@ def test_mistakes_in_half_the_parts_leave_the_other_half_full(solution_copy, tmp
 def test_grading_computes_with_numpy_whatever_the_backend():
     """Under NUMPY_TRANSFORMER_BACKEND=cupy or simulator the tasks still run on NumPy (their
     arrays are NumPy's), in the teacher's process and in the workers (runner.py sets it)."""
-    from numpy_transformer.assignment.parts import run_part
+    from numpy_transformer.course.assignment.parts import run_part
     from numpy_transformer.backend import get_backend, set_backend
     before = get_backend()
     set_backend("simulator")

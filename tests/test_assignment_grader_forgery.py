@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from doors import nt
-from numpy_transformer.assignment import grade
-from numpy_transformer.assignment.make import PACKAGE
+from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.make import PACKAGE
 from test_assignment_grader import fresh, replace_regions
 
 FIND_REFERENCE = '''

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.assignment import make
-from numpy_transformer.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
+from numpy_transformer.course.assignment.make import make
+from numpy_transformer.course.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
                                                notebook_regions, package_regions)
 
 ROOT = PACKAGE.parent

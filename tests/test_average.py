@@ -11,7 +11,7 @@ from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.checkpoint import load_checkpoint, load_run
 from numpy_transformer.checkpoint.average import average_checkpoints, save_average
 from numpy_transformer.data import encode_pairs, get_task
-from numpy_transformer.metrics import seq2seq_loss
+from numpy_transformer.training.metrics import seq2seq_loss
 from numpy_transformer.models import TransformerConfig, build_transformer
 from numpy_transformer.training import PairStream, TrainConfig, Trainer
 

@@ -356,7 +356,7 @@ def test_any_crafted_header_loads_correctly_or_is_an_input_error(run, tmp_path_f
 @given(data=st.data())
 def test_any_damaged_history_or_config_json_reads_correctly_or_is_an_input_error(
         run, tmp_path_factory, data):
-    from numpy_transformer.readme_runs import run_config
+    from numpy_transformer.tools.readme_runs import run_config
     from numpy_transformer.training.state import History
     folder = tmp_path_factory.getbasetemp() / "fuzzed_run"
     folder.mkdir(exist_ok=True)

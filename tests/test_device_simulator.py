@@ -1,6 +1,6 @@
 """The device simulator is as strict as CuPy, and training stays on the device.
 
-The simulator (numpy_transformer/device_simulator.py) stands in for a GPU on the
+The simulator (numpy_transformer/testing/device_simulator.py) stands in for a GPU on the
 CPU; CI runs the whole suite under it (NUMPY_TRANSFORMER_BACKEND=simulator).
 Here it is switched on for single tests, to pin down its own behaviour and to
 count what a training step sends back to the host.
@@ -9,7 +9,7 @@ count what a training step sends back to the host.
 import numpy as np
 import pytest
 
-from numpy_transformer import device_simulator
+from numpy_transformer.testing import device_simulator
 from numpy_transformer.backend import get_backend, set_backend, to_numpy, xp
 from numpy_transformer.data import get_task
 from numpy_transformer.models import Transformer, TransformerConfig

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from doors import NT, nt
-from numpy_transformer.assignment.make import package_regions
-from numpy_transformer.assignment.sandbox import isolation
+from numpy_transformer.course.assignment.make import package_regions
+from numpy_transformer.course.assignment.sandbox import isolation
 from test_assignment_grader import fresh
 
 NO_NAMESPACES = isolation()[1]

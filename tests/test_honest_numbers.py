@@ -13,7 +13,7 @@ from doors import error, nt, ok, write_word_pairs
 
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
 from numpy_transformer.errors import InputError
-from numpy_transformer.metrics import sequence_accuracy, token_accuracy
+from numpy_transformer.training.metrics import sequence_accuracy, token_accuracy
 from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
 
 QUICK = ["--quick", "--no-figures", "--no-progress"]

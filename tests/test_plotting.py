@@ -7,7 +7,7 @@ pytest.importorskip("matplotlib")
 
 from numpy_transformer.data import CharTokenizer                      # noqa: E402
 from numpy_transformer.models import TransformerConfig, build_transformer   # noqa: E402
-from numpy_transformer.plotting import (attention_maps, plot_attention,    # noqa: E402
+from numpy_transformer.training.plotting import (attention_maps, plot_attention,    # noqa: E402
                                         plot_positional_encoding, save_figures)
 from numpy_transformer.training import History                  # noqa: E402
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.readme_runs import claims, readme_runs
+from numpy_transformer.tools.readme_runs import claims, readme_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -60,7 +60,7 @@ def test_readme_quotes_each_run_as_its_summary_says(name):
 
 
 def test_every_committed_figure_is_drawn_by_figures_all():
-    from numpy_transformer import lesson_figures
+    from numpy_transformer.course import lesson_figures
     drawn = set(lesson_figures.FIGURES)
     for name in SUMMARIES:
         drawn |= set(summary(name)["figures"])

@@ -12,7 +12,7 @@ import re
 import pytest
 from doors import error, nt, ok
 
-from numpy_transformer.assignment import make
+from numpy_transformer.course.assignment.make import make
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from numpy_transformer.checkpoint import load_checkpoint
 from numpy_transformer.data import encode_pairs, get_task
-from numpy_transformer.metrics import (evaluate_lm, evaluate_seq2seq, perplexity,
+from numpy_transformer.training.metrics import (evaluate_lm, evaluate_seq2seq, perplexity,
                                        sequence_accuracy, token_accuracy)
 from numpy_transformer.models import TransformerConfig, build_transformer
 from numpy_transformer.training import TrainConfig, Trainer, TrainingDiverged

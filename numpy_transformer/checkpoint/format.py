@@ -26,7 +26,7 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..errors import InputError, InputTypeError
-from ..files import atomic_write, check_regular_file
+from ..system.files import atomic_write, check_regular_file
 from .header import FORMAT, VERSION, check_arrays, check_header, parse_header
 from .inspect import inspect_archive
 

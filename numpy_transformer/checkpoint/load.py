@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backend import default_dtype
 from ..errors import InputError
-from ..sizes import check_fits, matrix_parameters, model_bytes
+from ..system.sizes import check_fits, matrix_parameters, model_bytes
 from .format import join_state, read_checkpoint_arrays
 
 

@@ -23,13 +23,15 @@ traceback of any error.
 
 import sys
 
-from .. import __version__
+from ..version import __version__
 from ..errors import InputError, TrainingDiverged
 from ..training.signals import EXIT_STATUS, silence_stdout
 from .options import Parser
 
 
-def build_parser():
+def build_parser(command=None):
+    """The whole command line; the course's part names are loaded only when `command` is
+    `assignment` (so that `train` imports no course module)."""
     from . import assignment, average, data, evaluate, lessons, lm, tools, train
     parser = Parser(prog="python -m numpy_transformer",
                     description="A NumPy Transformer with hand-written backward passes.")
@@ -43,7 +45,7 @@ def build_parser():
     tools.add_parsers(commands)
     data.add_parsers(commands)
     lessons.add_parsers(commands)
-    assignment.add_subcommand(commands)
+    assignment.add_subcommand(commands, list_parts=command == "assignment")
     return parser
 
 
@@ -60,7 +62,8 @@ def _os_error(err):
 
 def main(argv=None):
     """Run one command; returns the exit status (see the module's docstring)."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    parser = build_parser(next((w for w in words if not w.startswith("-")), None))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help (0) or a usage error (2): already printed
@@ -68,7 +71,7 @@ def main(argv=None):
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 2
-    from ..threads import set_num_threads
+    from ..system.threads import set_num_threads
     set_num_threads(args.threads)
     try:
         return args.run(args)

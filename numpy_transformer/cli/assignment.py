@@ -12,18 +12,17 @@ a DIR that is not a student copy, bad markers) ends as every command's does:
 `error: ...` and exit status 2.
 """
 
-from ..assignment.parts import PARTS
 from .options import add_common, positive_float
 from .outputs import check_outputs, overwrite_option
 
 
 def _run_make(args):
-    from ..assignment.make import make_assignment
+    from ..course.assignment.make import make_assignment
     return make_assignment(args.out, args.parts, solutions=args.solutions, teacher=args.teacher)
 
 
 def _run_grade(args):
-    from ..assignment.grade_outputs import grade_command
+    from ..course.assignment.grade_outputs import grade_command
     check_outputs({"--json": args.json, "--gradescope": args.gradescope, "--csv": args.csv},
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
@@ -32,7 +31,7 @@ def _run_grade(args):
 
 
 def _run_autograder(args):
-    from ..assignment.autograder import make_autograder
+    from ..course.assignment.autograder import make_autograder
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout)
@@ -77,13 +76,16 @@ def _add_autograder(commands):
     pack.set_defaults(run=_run_autograder)
 
 
-def add_subcommand(subparsers):
-    """Register `assignment make|grade|autograder` on an argparse sub-parsers object."""
+def add_subcommand(subparsers, list_parts=True):
+    """Register `assignment make|grade|autograder` on an argparse sub-parsers object; with
+    `list_parts`, its description names the parts (which loads the course's registry)."""
+    description = "Backward-pass assignments graded with the gradient checker."
+    if list_parts:
+        from ..course.assignment.registry import PARTS
+        description += f" Parts: {', '.join(PARTS)}."
     parser = subparsers.add_parser(
         "assignment", help="make a student copy with stubbed backward passes, grade copies, "
-                           "or pack a Gradescope autograder",
-        description="Backward-pass assignments graded with the gradient checker. "
-                    f"Parts: {', '.join(PARTS)}.")
+                           "or pack a Gradescope autograder", description=description)
     commands = parser.add_subparsers(dest="assignment_command",
                                      metavar="{make,grade,autograder}", required=True)
     make = commands.add_parser("make", help="write a student copy of the package into DIR")

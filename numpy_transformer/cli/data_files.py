@@ -15,7 +15,7 @@ import os
 import shlex
 
 from ..errors import InputError
-from ..files import file_sha256
+from ..system.files import file_sha256
 from ..validation import message
 
 # The data files a run may name, by setting (each is also the option: src -> --src).

@@ -11,7 +11,7 @@ from ..validation import message
 from ..data import UNK_ID, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError
-from ..metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
+from ..training.metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
 from .options import (MAX_EXAMPLES, add_common, examples_int, nonnegative_float,
                       nonnegative_int, positive_int)
 from .outputs import check_outputs, overwrite_option
@@ -190,7 +190,7 @@ def _bleu_tokenize(args, meta):
 def _write_json(args, what, scores, bleu_tokenize=None):
     """--json FILE: the scores with what was scored and how (written atomically)."""
     if args.json:
-        from ..files import write_json
+        from ..system.files import write_json
         from .run import provenance
         write_json(args.json, {**provenance(), "checkpoint": args.checkpoint, "scored": what,
                                "beam": args.beam, "alpha": args.alpha,

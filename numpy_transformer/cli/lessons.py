@@ -45,7 +45,7 @@ def add_parsers(commands):
 
 def run_lessons(args):
     from ..errors import InputError
-    from ..lessons_site import find_lessons, select
+    from ..course.lessons_site import find_lessons, select
     if args.overwrite and not (args.out or args.html):
         raise InputError("--overwrite goes with --out DIR or --html DIR")
     for option, folder in (("--out", args.out), ("--html", args.html)):
@@ -70,7 +70,7 @@ def _list(lessons):
 
 
 def _copy(lessons, out, overwrite):
-    from ..lessons_site import copy_lessons
+    from ..course.lessons_site import copy_lessons
     done = copy_lessons(lessons, out, overwrite=overwrite)
     written, same = (sum(v == state for v in done.values()) for state in ("written", "unchanged"))
     print(f"{len(lessons)} lesson{'s' if len(lessons) > 1 else ''}"
@@ -95,7 +95,7 @@ def _check_pages(lessons, out, overwrite):
 
 
 def _site(lessons, out, timeout):
-    from ..lessons_site import LessonFailed, build_site, check_site_tools
+    from ..course.lessons_site import LessonFailed, build_site, check_site_tools
     check_site_tools()
     print(f"Executing {len(lessons)} lesson{'s' if len(lessons) > 1 else ''} with nbconvert "
           f"into {os.path.join(out, '')} (a few seconds to a minute each)",

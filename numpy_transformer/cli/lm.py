@@ -16,7 +16,7 @@ from ..checkpoint import load_run
 from ..data.corpus import text_data
 from ..data.loaders import load_text
 from ..decoding import generate_text
-from ..metrics import evaluate_lm
+from ..training.metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
 from . import run

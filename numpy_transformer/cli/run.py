@@ -18,7 +18,7 @@ from functools import partial
 from ..checkpoint import KINDS, load_checkpoint, run_kind
 from ..validation import message
 from ..errors import InputError
-from ..sizes import check_fits, training_bytes
+from ..system.sizes import check_fits, training_bytes
 from ..training import TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
@@ -202,7 +202,7 @@ def run_name(settings):
 
 def draw_figures(args, settings, trainer, **drawing):
     """Draw the run's figures (skipped, with a note, when matplotlib is missing)."""
-    from ..plotting import save_figures
+    from ..training.plotting import save_figures
     if settings.get("no_figures"):
         return []
     try:
@@ -223,7 +223,7 @@ def write_results(settings, trainer, seconds, **results):
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/test_readme_results.py ties the two together)."""
     import platform
-    from ..files import write_json
+    from ..system.files import write_json
     seconds += trainer.seconds_before
     record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(seconds, 1),
@@ -239,7 +239,7 @@ def write_results(settings, trainer, seconds, **results):
 def provenance():
     """How a result was made: the command as typed, today's date, the package version."""
     import datetime
-    from .. import __version__
+    from ..version import __version__
     return {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
             "date": datetime.date.today().isoformat(), "version": __version__}
 

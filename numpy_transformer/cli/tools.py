@@ -11,7 +11,6 @@ import os
 import time
 
 from ..errors import InputError
-from ..readme_runs import readme_runs
 from ..validation import message
 from .options import add_common, nonnegative_int
 
@@ -41,9 +40,10 @@ def add_parsers(commands):
                       help="only re-draw the figures of the run in DIR (from its files)")
     p.add_argument("--runs", default="runs", metavar="DIR", dest="runs_dir",
                    help="folder holding the README runs' folders, for --all (default runs/)")
-    p.add_argument("--only", metavar="NAME", action="append", choices=[r.name for r in readme_runs()],
+    p.add_argument("--only", metavar="NAME", action="append",
                    help="with --all: only this README run's figures and summary, not the "
-                   "lessons' (repeatable; one of %(choices)s)")
+                   "lessons' (repeatable; a name of the README's Results table, such as "
+                   "multi30k_recipe)")
     p.add_argument("--quick", action="store_true",
                    help="smaller, faster versions (a few seconds; for tests)")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -53,14 +53,18 @@ def add_parsers(commands):
 
 
 def run_gradcheck(args):
-    from ..gradcheck_report import run_report
+    from ..tools.gradcheck_report import run_report
     return 0 if run_report(models=not args.layers_only, seed=args.seed) else 1
 
 
 def run_figures(args):
-    from ..lesson_figures import write_figures
-    from ..readme_runs import draw_run, write_all
+    from ..course.lesson_figures import write_figures
+    from ..tools.readme_runs import draw_run, readme_runs, write_all
     start = time.perf_counter()
+    names = [r.name for r in readme_runs()]
+    for name in args.only or ():
+        if name not in names:
+            raise InputError(message("--only", f"one of {', '.join(names)}", name))
     if args.run_dir:
         if not os.path.isfile(os.path.join(args.run_dir, "history.json")):
             raise InputError(message("--run", "a run folder (with history.json)", args.run_dir))

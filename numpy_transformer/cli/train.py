@@ -15,7 +15,7 @@ from functools import partial
 from ..checkpoint import load_run
 from ..data.corpus import seq2seq_data
 from ..errors import InputError
-from ..metrics import evaluate_seq2seq, format_metrics, sequence_accuracy
+from ..training.metrics import evaluate_seq2seq, format_metrics, sequence_accuracy
 from ..models import TransformerConfig, build_transformer
 from ..training import PairStream
 from . import run

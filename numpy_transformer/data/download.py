@@ -24,10 +24,10 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 
-from .. import __version__
+from ..version import __version__
 from ..validation import message
 from ..errors import InputError
-from ..files import atomic_write, check_regular_file, file_sha256, read_regular
+from ..system.files import atomic_write, check_regular_file, file_sha256, read_regular
 
 GITHUB = "https://raw.githubusercontent.com"        # the default --base-url
 CHAR_RNN = "karpathy/char-rnn/master/data/tinyshakespeare"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
-from ..files import read_regular
+from ..system.files import read_regular
 
 
 def read_text_file(path, name="path"):

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..backend import to_numpy
-from ..files import read_regular
+from ..system.files import read_regular
 from ..validation import check_positive_int, message
 from ..errors import InputError, InputTypeError
 

@@ -23,7 +23,7 @@ from ..validation import check_ids, check_positive_int, id_array, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import log_softmax
 from ..masks import make_causal_mask, make_padding_mask
-from ..sizes import check_fits
+from ..system.sizes import check_fits
 from .common import eval_mode, start_cache
 
 

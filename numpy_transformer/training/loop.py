@@ -34,7 +34,7 @@ import numpy as np
 from ..backend import get_backend
 from ..errors import TrainingDiverged
 from ..losses import CrossEntropyLoss
-from ..metrics import format_metrics
+from .metrics import format_metrics
 from ..optim import Adam, AdamW, Scheduler, clip_grad_norm
 from .config import TrainConfig
 from .checkpoints import Checkpoints

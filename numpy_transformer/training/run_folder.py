@@ -28,7 +28,7 @@ import stat
 
 from ..validation import message
 from ..errors import InputError
-from ..files import read_json, read_regular, write_json as write_json_file
+from ..system.files import read_json, read_regular, write_json as write_json_file
 
 try:
     import fcntl

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..files import atomic_write, read_json
+from ..system.files import atomic_write, read_json
 from ..errors import InputError
 from ..validation import message
 

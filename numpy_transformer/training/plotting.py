@@ -1,7 +1,7 @@
 """Figures of a training run, saved as PNG: loss and learning-rate curves, attention
 maps and the positional-encoding table.
 
-    from numpy_transformer.plotting import save_figures
+    from numpy_transformer.training.plotting import save_figures
     paths = save_figures("figures", history, model=model, example=(src_ids, out_ids),
                          src_tokenizer=tok, tgt_tokenizer=tok, prefix="reverse_")
 
@@ -13,7 +13,7 @@ install it with `pip install -e ".[train]"`.
 
 import os
 
-from .backend import to_numpy
+from ..backend import to_numpy
 
 _INSTALL = 'plotting needs matplotlib: install it with `pip install -e ".[train]"` ' \
            "(or `pip install matplotlib`)"
@@ -112,7 +112,7 @@ def plot_attention(weights, query_labels, key_labels, title, path=None, *,
 
 def plot_positional_encoding(d_model, max_len=64, path=None):
     """The sinusoidal table PE (max_len, D): each row is the vector added at one position."""
-    from .layers.positional import sinusoidal_table
+    from ..layers.positional import sinusoidal_table
     fig = new_figure(figsize=(6.4, 4.0))
     ax = fig.subplots()
     image = ax.imshow(to_numpy(sinusoidal_table(max_len, d_model)), aspect="auto",
@@ -136,8 +136,8 @@ def attention_maps(model, src_ids, tgt_ids, src_tokenizer, tgt_tokenizer):
     as the model's max_len (decoding stopped there, without <eos>) is cut to
     max_len - 1 tokens: with <bos> that is the longest input the decoder takes.
     """
-    from .backend import xp
-    from .data.tokenizers import BOS_ID
+    from ..backend import xp
+    from ..data.tokenizers import BOS_ID
     tgt_ids = list(tgt_ids)[:model.config.max_len - 1]
     src = xp.asarray([list(src_ids)], dtype=xp.int64)                  # (1, S)
     tgt_in = xp.asarray([[BOS_ID] + list(tgt_ids)], dtype=xp.int64)   # (1, T)

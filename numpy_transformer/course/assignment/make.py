@@ -12,7 +12,7 @@ the chosen parts change. In the notebooks, the lessons' exercise regions
 cell that computes a part's answer) when their part is chosen.
 
 Nothing to copy: the grader (checks, mistake catalogue, runner) stays in the
-teacher's installed package. The copy's numpy_transformer/assignment/ holds
+teacher's installed package. The copy's numpy_transformer/course/assignment/ holds
 only the part names (registry.py) and small modules, written here, that make
 `assignment make|grade` inside a copy say where grading runs. The answer keys
 of the lessons' think questions (notebooks/answers/) go only into a teacher
@@ -27,14 +27,14 @@ from pathlib import Path
 from .markers import (MarkerError, find_regions, regions_in_source, replace_region_bodies,
                       stub_lines)
 from .parts import PARTS, TITLES, max_points, validate_parts
-from ..errors import InputError
-from ..files import read_regular
+from ...errors import InputError
+from ...system.files import read_regular
 
 MANIFEST = "assignment.json"
-PACKAGE = Path(__file__).resolve().parents[1]          # the reference numpy_transformer/
+PACKAGE = Path(__file__).resolve().parents[2]          # the reference numpy_transformer/
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
 ANSWERS = "answers"              # notebooks/answers/: the think questions' keys, teacher only
-STUDENT_ASSIGNMENT = ("registry.py",)        # of assignment/, the only module copied as it is
+STUDENT_ASSIGNMENT = ("registry.py",)        # of course/assignment/, the only module copied as it is
 GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
                     "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
                     "run outside the copy); check your gradients here with "
@@ -53,7 +53,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-from ..errors import InputError
+from ...errors import InputError
 from .registry import PARTS, TITLES  # noqa: F401
 
 MESSAGE = {message!r}
@@ -148,7 +148,7 @@ def _copy_assignment(target):
     """The copy's assignment/: the part names, and modules that say where grading runs."""
     target.mkdir()
     for name in STUDENT_ASSIGNMENT:
-        shutil.copy2(PACKAGE / "assignment" / name, target / name)
+        shutil.copy2(PACKAGE / "course" / "assignment" / name, target / name)
     for name, text in STUDENT_MODULES.items():
         (target / name).write_text(text, encoding="utf-8")
 
@@ -225,7 +225,7 @@ def make(out, parts=None, solutions=False, teacher=False):
     lessons = notebook_regions(notebooks) if notebooks.is_dir() else []   # checks their names
     target = out / "numpy_transformer"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED, "assignment"))
-    _copy_assignment(target / "assignment")
+    _copy_assignment(target / "course" / "assignment")
     stubbed = [] if solutions else parts
     for path in sorted({r.path for r in regions if r.part in stubbed}):
         file = target / path

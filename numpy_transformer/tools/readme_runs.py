@@ -17,27 +17,27 @@ import glob
 import os
 from dataclasses import dataclass
 
-from . import files
-from .checkpoint.header import KIND_NAMES
-from .errors import InputError
-from .files import write_json
-from .validation import message
+from ..system import files
+from ..checkpoint.header import KIND_NAMES
+from ..errors import InputError
+from ..system.files import write_json
+from ..validation import message
 
 
 def _data_commands(dataset):
     """The commands `data DATASET --out data` prints (the README's)."""
-    from .data.download import DATASETS
+    from ..data.download import DATASETS
     return DATASETS[dataset].commands(_saved_paths(dataset))
 
 
 def _saved_paths(dataset):
-    from .data.download import DATASETS
+    from ..data.download import DATASETS
     return {f.path: f"data/{f.path}" for f in DATASETS[dataset].files}
 
 
 def _multi30k(folder):
     """The commands that make the README's Multi30k run folder `runs/<folder>`."""
-    from .data.download import multi30k_runs
+    from ..data.download import multi30k_runs
     return tuple(multi30k_runs(_saved_paths("multi30k"))[folder])
 
 
@@ -151,9 +151,9 @@ def summarize(run, folder):
 
 def draw_run(folder, out, *, prefix="", name=None):
     """Re-draw a run's figures from its folder (history.json, config.json, best.npz)."""
-    from .checkpoint import load_run
-    from .plotting import save_figures
-    from .training.state import History
+    from ..checkpoint import load_run
+    from ..training.plotting import save_figures
+    from ..training.state import History
     config = run_config(folder)
     settings = config["settings"]
     history = History.load(os.path.join(folder, "history.json"))
@@ -169,8 +169,8 @@ def draw_run(folder, out, *, prefix="", name=None):
 def attention_example(model, settings):
     """(source ids, the model's greedy output) of the longest of the first 50 held-out
     sources, the example `train` draws attention maps of."""
-    from .data.corpus import seq2seq_data
-    from .metrics import decode_batches
+    from ..data.corpus import seq2seq_data
+    from ..training.metrics import decode_batches
     for key in ("src", "tgt", "val_src", "val_tgt", "tsv"):
         if settings.get(key) and not os.path.isfile(settings[key]):
             raise InputError(f"the run's {key.replace('_', '-')} file {settings[key]} is gone; "

@@ -1,6 +1,6 @@
 """What `run_autograder` runs on Gradescope: grade one submission, write results.json.
 
-    python -m numpy_transformer.assignment.autograder_run ROOT
+    python -m numpy_transformer.course.assignment.autograder_run ROOT
 
 ROOT is /autograder: ROOT/source holds the unpacked zip (autograder.py),
 ROOT/submission the student's upload, and ROOT/results/results.json receives
@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import InputError
-from ..files import read_json
+from ...errors import InputError
+from ...system.files import read_json
 from .gradescope import gradescope_results, not_graded_results, read_visibility, write_json
 
 PACKAGE_NAME = "numpy_transformer"

@@ -8,8 +8,8 @@ import stat
 import tempfile
 from contextlib import contextmanager
 
-from .validation import message
-from .errors import InputError, InputTypeError
+from ..validation import message
+from ..errors import InputError, InputTypeError
 
 
 def check_regular_file(path, name):

@@ -14,7 +14,7 @@ that would fit: `matrix_parameters(config) <= model.num_parameters()`.
 
 import os
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def matrix_parameters(config):

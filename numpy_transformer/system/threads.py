@@ -13,7 +13,7 @@ import ctypes
 import glob
 import os
 
-from .validation import check_positive_int
+from ..validation import check_positive_int
 
 _SETTERS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
             "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads")

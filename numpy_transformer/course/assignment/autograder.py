@@ -25,10 +25,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import InputError
+from ...errors import InputError
 from .gradescope import read_visibility
 
-PACKAGE = Path(__file__).resolve().parents[1]          # the teacher's numpy_transformer/
+PACKAGE = Path(__file__).resolve().parents[2]          # the teacher's numpy_transformer/
 NUMPY_REQUIREMENT = "numpy>=1.24"                      # as in pyproject.toml
 NOT_PACKED = {"__pycache__", ".ipynb_checkpoints", "lessons"}
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)                     # the same zip from the same sources
@@ -55,7 +55,7 @@ RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 cd "$ROOT/source" && PYTHONPATH="$ROOT/source" PYTHONDONTWRITEBYTECODE=1 \\
-    "$PYTHON" -m numpy_transformer.assignment.autograder_run "$ROOT"
+    "$PYTHON" -m numpy_transformer.course.assignment.autograder_run "$ROOT"
 status=$?
 if [ "$status" -ne 0 ] || [ ! -s "$RESULTS" ]; then
     why="The autograder failed (exit status $status) before it could grade this submission"

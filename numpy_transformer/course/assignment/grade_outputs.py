@@ -20,8 +20,8 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import InputError
-from ..files import atomic_write
+from ...errors import InputError
+from ...system.files import atomic_write
 from .gradescope import gradescope_results, read_visibility, write_json
 
 

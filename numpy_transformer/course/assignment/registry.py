@@ -11,7 +11,7 @@ imports the checks, without a cycle.
 
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ...errors import InputError
 
 PARTS = ("linear", "layernorm", "softmax", "gelu", "dropout", "attention",
          "multihead_attention", "mla", "feedforward", "embedding", "positional_encoding",

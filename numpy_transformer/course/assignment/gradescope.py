@@ -27,8 +27,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
-from ..files import atomic_write, read_regular
+from ...errors import InputError
+from ...system.files import atomic_write, read_regular
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DEFAULT = "default"

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..files import read_json
+from ...errors import InputError
+from ...system.files import read_json
 from .sandbox import isolation
 
 HERE = Path(__file__).resolve().parent

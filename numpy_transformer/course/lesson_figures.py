@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from .plotting import save_figure, new_figure, plot_attention, plot_positional_encoding
+from ..training.plotting import save_figure, new_figure, plot_attention, plot_positional_encoding
 
 FIGURES = ("positional_encoding.png", "masks.png", "gradient_norms_depth.png",
            "kv_cache_bytes.png", "noam_schedule.png", "attention_encoder_self.png",
@@ -48,7 +48,7 @@ def write_figures(out="figures", *, quick=False, seed=0, log=print):
     if log is not None:
         log(f"training a reverse model for {s['reverse']['steps']} steps for its attention maps")
     model, tok, example = train_reverse(seed=seed, **s["reverse"])
-    from .plotting import ATTENTION_AXES, ATTENTION_TITLES, attention_maps
+    from ..training.plotting import ATTENTION_AXES, ATTENTION_TITLES, attention_maps
     maps = attention_maps(model, example[0], example[1], tok, tok)
     for name, (weights, queries, keys) in maps.items():
         rows, columns = ATTENTION_AXES[name]
@@ -62,8 +62,8 @@ def write_figures(out="figures", *, quick=False, seed=0, log=print):
 
 def plot_masks(ids=((5, 7, 2, 9, 3, 4), (4, 8, 6, 3, 0, 0)), pad_id=0, path=None):
     """Padding, causal and decoder masks of the second (padded) row of `ids`, as images."""
-    from .backend import to_numpy
-    from .masks import make_causal_mask, make_decoder_mask, make_padding_mask
+    from ..backend import to_numpy
+    from ..masks import make_causal_mask, make_decoder_mask, make_padding_mask
     ids = np.asarray(ids)                                                   # (B, T)
     B, T = ids.shape
     masks = {"padding mask": make_padding_mask(ids, pad_id),                # (B, 1, 1, T)
@@ -88,8 +88,8 @@ def block_gradient_norms(norm_first, num_layers, seed=0, d_model=32, num_heads=4
                          batch_size=8, seq_len=16):
     """Norm of each block's parameter gradient (num_layers,) after one backward of a random
     upstream gradient through a freshly initialised encoder (as build_transformer draws it)."""
-    from .backend import to_numpy, xp
-    from .models import Encoder, xavier_uniform_
+    from ..backend import to_numpy, xp
+    from ..models import Encoder, xavier_uniform_
     rng = np.random.default_rng(seed)
     enc = Encoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first, rng=rng)
     xavier_uniform_(enc, rng)
@@ -121,8 +121,8 @@ def plot_gradient_norms(curves, path=None):
 
 def plot_kv_cache_bytes(batch_size=64, max_len=4096, points=64, path=None):
     """KV-cache GiB vs length (T = S) of the paper's base model, MHA vs MLA (L = D/4), float32."""
-    from .kv_cache import kv_cache_bytes
-    from .models import TransformerConfig
+    from ..kv_cache import kv_cache_bytes
+    from ..models import TransformerConfig
     base = TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000)
     lengths = np.linspace(max_len / points, max_len, points).astype(int)
     fig = new_figure(figsize=(6.4, 4.0))
@@ -144,7 +144,7 @@ def plot_kv_cache_bytes(batch_size=64, max_len=4096, points=64, path=None):
 def plot_noam_schedules(settings=((512, 4000), (512, 8000), (256, 4000)), steps=20000,
                         path=None):
     """NoamSchedule(D, warmup) for each (D, warmup) in `settings`, its peak marked."""
-    from .optim import NoamSchedule
+    from ..optim import NoamSchedule
     step = np.unique(np.linspace(1, steps, 500).astype(int))
     fig = new_figure(figsize=(6.4, 3.6))
     ax = fig.subplots()
@@ -166,9 +166,9 @@ def plot_noam_schedules(settings=((512, 4000), (512, 8000), (256, 4000)), steps=
 def train_reverse(steps, d_model, heads, d_ff, layers, batch_size, seed=0):
     """A Transformer trained briefly on `reverse`; returns (model, tokenizer, example), the
     example (src_ids, tgt_ids) being the longest of 50 held-out pairs."""
-    from .data import encode_pairs, get_task
-    from .models import TransformerConfig, build_transformer
-    from .training import PairStream, TrainConfig, Trainer
+    from ..data import encode_pairs, get_task
+    from ..models import TransformerConfig, build_transformer
+    from ..training import PairStream, TrainConfig, Trainer
     task = get_task("reverse")
     tok = task.tokenizer()
     model = build_transformer(TransformerConfig(

@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
-from .backend import to_numpy, xp
-from .validation import check_aligned, check_positive_int, message
-from .data.batching import make_batch
-from .data.bleu import text_bleu
-from .data.tokenizers import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from .losses import CrossEntropyLoss
-from .errors import InputError
+from ..backend import to_numpy, xp
+from ..validation import check_aligned, check_positive_int, message
+from ..data.batching import make_batch
+from ..data.bleu import text_bleu
+from ..data.tokenizers import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from ..losses import CrossEntropyLoss
+from ..errors import InputError
 
 _END = object()     # the end-of-sequence position, compared like a token
 
@@ -78,14 +78,14 @@ def decode_batches(model, src_seqs, *, batch_size=256, max_len=None, beam_size=1
     alpha = length_penalty); the order of `src_seqs` is kept. max_len None: each
     method's default (source length + 10 greedy, + 50 beam, capped by the model).
     """
-    from .decoding import greedy_decode, strip_special
+    from ..decoding import greedy_decode, strip_special
     check_positive_int(batch_size, "batch_size")
     check_positive_int(beam_size, "beam_size")
     outputs = [None] * len(src_seqs)
     for chunk in _length_sorted_chunks(src_seqs, batch_size):
         src = make_batch([src_seqs[i] for i in chunk], [[] for _ in chunk]).src   # (B, S)
         if beam_size > 1:
-            from .decoding import beam_search
+            from ..decoding import beam_search
             rows = beam_search(model, src, beam_size=beam_size, max_len=max_len,
                                length_penalty=length_penalty, bos_id=BOS_ID, eos_id=EOS_ID)
         else:

@@ -24,8 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..files import atomic_write
+from ...errors import InputError
+from ...system.files import atomic_write
 from .make import PACKAGE, read_manifest
 from .parts import failed_part, reference_results, score_part, validate_parts
 from .runner import MEMORY_MB, Harness

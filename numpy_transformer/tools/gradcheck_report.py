@@ -14,8 +14,8 @@ import re
 import time
 from dataclasses import replace
 
-from .backend import default_dtype
-from .gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES, Package
+from ..backend import default_dtype
+from ..gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES, Package
 
 PART = re.compile(r"\[assignment part (\w+)\]")
 

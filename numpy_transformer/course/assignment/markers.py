@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..files import read_regular
+from ...errors import InputError
+from ...system.files import read_regular
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+))?[ \t]*$")
 END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+))?[ \t]*$")

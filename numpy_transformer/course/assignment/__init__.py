@@ -10,10 +10,12 @@ process of its own on the student's copy (worker.py: time and memory limits,
 no reference code importable), with stand-ins for the layers of other parts
 (standins.py), and compares the arrays it returns with the reference's itself
 (parts.py): only the right arrays score.
+
+Import what you use from its module (`from numpy_transformer.course.assignment.make import
+make`): this package's own import is light (the part names only), so that the command line
+can list the parts without loading the grader.
 """
 
-from .grade import grade, grade_assignment
-from .make import make, make_assignment, reveal
-from .parts import PARTS
+from .registry import PARTS
 
-__all__ = ["PARTS", "grade", "grade_assignment", "make", "make_assignment", "reveal"]
+__all__ = ["PARTS"]

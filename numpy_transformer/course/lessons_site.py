@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
-from .errors import InputError
-from .files import read_notebook_cells
+from ..version import __version__
+from ..errors import InputError
+from ..system.files import read_notebook_cells
 
 INSTALL = ('pip install "numpy_transformer[notebooks]" (from a clone: '
            'pip install -e ".[notebooks]")')
@@ -79,7 +79,7 @@ class Page:
 
 def lessons_folder():
     """The folder holding the lessons: the package data of a wheel, else notebooks/."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     for folder in (package / "lessons", package.parent / "notebooks"):
         if any(folder.glob("[0-9][0-9]_*.ipynb")):
             return folder

@@ -1,0 +1,72 @@
+"""The house's layers (docs/design.md): the core stands alone, each layer imports only those
+below it (import-linter's contracts in pyproject.toml), and `train` loads no course module."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ("module", "backend", "errors", "validation", "masks", "losses", "gradcheck",
+        "gradcheck_cases", "layers", "models", "optim", "kv_cache", "version")
+
+
+def run_python(code, cwd):
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def loaded_outside_core(code, cwd):
+    """The package modules outside the core that are loaded after running `code`."""
+    out = run_python(code + "\nimport sys\nprint('\\n'.join(m for m in sys.modules if "
+                     "m.startswith('numpy_transformer.')))", cwd)
+    assert out.returncode == 0, out.stderr
+    names = [line.split(".")[1] for line in out.stdout.splitlines()
+             if line.startswith("numpy_transformer.")]
+    return sorted({n for n in names if n not in CORE})
+
+
+def test_import_contracts_are_kept():
+    pytest.importorskip("importlinter")
+    out = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command;"
+                          " lint_imports_command()"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
+
+
+def test_the_core_loads_alone(tmp_path):
+    code = ("import numpy_transformer\nfrom numpy_transformer.models.transformer import "
+            "Transformer\nfrom numpy_transformer.models.gpt import GPT\n"
+            "import numpy_transformer.optim, numpy_transformer.losses, numpy_transformer.gradcheck,"
+            " numpy_transformer.gradcheck_cases, numpy_transformer.masks")
+    assert loaded_outside_core(code, tmp_path) == []
+
+
+def test_the_checkpoint_functions_still_come_from_the_package_root(tmp_path):
+    out = run_python("import numpy_transformer as nt; print(nt.load_checkpoint.__module__)",
+                     tmp_path)
+    assert out.stdout.strip().startswith("numpy_transformer.checkpoint"), out.stderr
+    out = run_python("import numpy_transformer as nt; nt.nothing_here", tmp_path)
+    assert "has no attribute 'nothing_here'" in out.stderr
+
+
+def test_train_loads_no_course_or_tools_module(tmp_path):
+    code = ("from numpy_transformer.cli import main\n"
+            "assert main(['train', '--task', 'reverse', '--steps', '2', '--eval-every', '1', "
+            "'--no-figures', '--out', 'run']) == 0")
+    outside = loaded_outside_core(code, tmp_path)
+    assert "training" in outside and "cli" in outside        # the check sees what it should
+    assert not {"course", "tools", "testing"} & set(outside), outside
+
+
+@pytest.mark.parametrize("command", [["assignment", "--help"], ["figures", "--help"]])
+def test_the_course_still_answers_its_own_commands(command, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "numpy_transformer", *command], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    if command[0] == "assignment":
+        assert "Parts: linear" in out.stdout
