@@ -67,7 +67,7 @@ def test_student_copy_holds_stubs_readme_and_no_catalogue(student_copy):
     linear = (package / "layers" / "linear.py").read_text()
     assert "def backward(self, dy):" in linear and "x2.T @ dy2" not in linear
     assert "raise NotImplementedError('Linear.backward: ADD x^T dy" in linear
-    assert not (package / "assignment" / "mistakes.py").exists()
+    assert not (package / "course" / "assignment" / "mistakes.py").exists()
     assert "| linear | 10 |" in (student_copy / "README.md").read_text()
     assert read_manifest(student_copy)["stubbed"] == list(PARTS)
     for book in (student_copy / "notebooks").glob("*.ipynb"):

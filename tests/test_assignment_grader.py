@@ -92,7 +92,7 @@ def test_blank_submission_scores_zero_everywhere(solution_copy, tmp_path):
 
 def test_harness_imports_nothing_of_the_package():
     """The worker loads these files by path: no import of numpy_transformer (nor `..x`)."""
-    here = PACKAGE / "assignment"
+    here = PACKAGE / "course" / "assignment"
     local = {name[:-3] for name in HARNESS_FILES}
     for name in HARNESS_FILES:
         for node in ast.walk(ast.parse((here / name).read_text())):

@@ -103,7 +103,7 @@ def solution_lines():
              sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
                     if "assignment" not in p.relative_to(PACKAGE).parts)}
     shown = [(NOTEBOOKS / "README.md").read_text(encoding="utf-8").split("\n")]
-    shown += [(PACKAGE / "assignment" / name).read_text(encoding="utf-8").split("\n")
+    shown += [(PACKAGE / "course" / "assignment" / name).read_text(encoding="utf-8").split("\n")
               for name in STUDENT_ASSIGNMENT]
     shown += [outside_regions(lines, [r for r in regions if r.path == path])
               for path, lines in files.items()]
@@ -124,7 +124,7 @@ def solution_lines():
         for r in mine:
             add(region_lines(lines, [r]), f"solution region of {r.path}",
                 short_and_shown if r.part else given.__contains__)
-    for path in sorted((PACKAGE / "assignment").glob("*.py")):
+    for path in sorted((PACKAGE / "course" / "assignment").glob("*.py")):
         if path.name not in (*STUDENT_ASSIGNMENT, "make.py"):      # make.py: the copy's
             add(path.read_text(encoding="utf-8").split("\n"),
                 f"grader file assignment/{path.name}", given.__contains__)
@@ -206,7 +206,7 @@ def test_full_student_copy_holds_no_solution_grader_or_answer_key(student_copy, 
 
 
 def test_student_copy_has_no_grader_and_no_answers(student_copy):
-    assignment = student_copy / "numpy_transformer" / "assignment"
+    assignment = student_copy / "numpy_transformer" / "course" / "assignment"
     assert sorted(p.name for p in assignment.iterdir()) == sorted(
         ["__init__.py", "parts.py", *STUDENT_ASSIGNMENT])
     assert not (student_copy / "notebooks" / ANSWERS).exists()
