@@ -96,22 +96,70 @@ def test_html_builds_pages_for_two_lessons(tmp_path):
     site, names = tmp_path / "site", [LESSONS[0].stem, LESSONS[7].stem]
     said = ok(lessons("--html", site, "--only", "01", "08", timeout=300))
     assert "2 lesson pages and index.html" in said and "index.html" in said
-    assert sorted(p.name for p in site.iterdir()) == sorted([f"{n}.html" for n in names]
-                                                           + ["index.html"])
+    assert sorted(p.name for p in site.iterdir() if p.name != "mathjax") == sorted(
+        [f"{n}.html" for n in names] + ["index.html"])
     check_site(site, names, said)
+    check_offline(site, said)
+
+
+def check_offline(site, said):
+    """The pages load no script from the network: MathJax is in the site, found from the
+    installed jupyter-server-mathjax (the notebooks extra)."""
+    pytest.importorskip("jupyter_server_mathjax")
+    assert (site / "mathjax" / "MathJax.js").is_file()
+    assert re.search(r"; MathJax in mathjax/, \d\.\d MB\)", said), said
+    assert "jupyter-server-mathjax is not installed" not in said
+    for page in site.glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert '<script src="mathjax/MathJax.js?config=' in html, page.name
+        assert not re.search(r"<script[^>]* src=\"(https?:)?//", html), page.name
+        assert "https://cdn" not in html and "import(\"http" not in html, page.name
+
+
+def write_lessons(folder, lessons):
+    """folder/NAME.ipynb for each (name, code): a heading cell and one code cell."""
+    folder.mkdir()
+    for name, code in lessons:
+        cells = [{"id": "a", "cell_type": "markdown", "metadata": {}, "source": f"# {name}"},
+                 {"id": "b", "cell_type": "code", "metadata": {}, "source": code, "outputs": [],
+                  "execution_count": None}]
+        (folder / f"{name}.ipynb").write_text(json.dumps(
+            {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python",
+             "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_html_says_what_the_site_lacks_here_and_still_builds(tmp_path):
+    """A lesson using a module that is not installed (as lesson 16 without PyTorch) and no
+    jupyter-server-mathjax (hidden by an empty package of that name): a warning line for each,
+    before any lesson runs, and the pages load MathJax from the CDN."""
+    write_lessons(tmp_path / "mine", [
+        ("01_optional", "try:\n    import no_such_module_xyz\nexcept ImportError:\n"
+                        "    no_such_module_xyz = None\n    print('skipped')"),
+        ("02_plain", "print(6 * 7)")])
+    (tmp_path / "hide" / "jupyter_server_mathjax").mkdir(parents=True)
+    (tmp_path / "hide" / "jupyter_server_mathjax" / "__init__.py").write_text("")
+    site = tmp_path / "site"
+    said = ok(lessons("--html", site, "--from", tmp_path / "mine", timeout=300,
+                      env={"PYTHONPATH": str(tmp_path / "hide")}))
+    lines = said.splitlines()
+    assert lines[0] == ('warning: jupyter-server-mathjax is not installed: the pages load MathJax '
+                        'from a CDN, so their equations show as raw LaTeX without a network; '
+                        'pip install "numpy_transformer[notebooks]" (from a clone: pip install '
+                        '-e ".[notebooks]") brings it'), said
+    assert lines[1] == ("warning: lesson 01 needs no_such_module_xyz, which is not installed: "
+                        "its page shows the cells that use it as skipped; pip install "
+                        "no_such_module_xyz to build it fully"), said
+    assert lines[2].startswith("Executing 2 lessons") and "lesson 02" not in said
+    assert "skipped" in (site / "01_optional.html").read_text(encoding="utf-8")
+    assert not (site / "mathjax").exists() and "MathJax in" not in said
+    assert "https://cdnjs.cloudflare.com/ajax/libs/mathjax/" in \
+        (site / "02_plain.html").read_text(encoding="utf-8")
 
 
 def test_html_names_a_lesson_that_fails_and_writes_no_page_for_it(tmp_path):
     source = tmp_path / "mine"
-    source.mkdir()
-    for name, code in [("01_works", "print(6 * 7)"),
-                       ("02_broken", "raise ValueError('on purpose')")]:
-        cells = [{"id": "a", "cell_type": "markdown", "metadata": {}, "source": f"# {name}"},
-                 {"id": "b", "cell_type": "code", "metadata": {}, "source": code, "outputs": [],
-                  "execution_count": None}]
-        (source / f"{name}.ipynb").write_text(json.dumps(
-            {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python",
-             "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}))
+    write_lessons(source, [("01_works", "print(6 * 7)"),
+                           ("02_broken", "raise ValueError('on purpose')")])
     site = tmp_path / "site"
     done = lessons("--html", site, "--from", source, timeout=300)
     error(done, 1, "1 of 2 lessons failed", "02_broken", "cell 2", "ValueError: on purpose")
@@ -133,6 +181,7 @@ def test_html_builds_the_whole_site(tmp_path):
     said = ok(lessons("--html", site, timeout=1800))
     assert f"{len(LESSONS)} lesson pages and index.html" in said
     check_site(site, [p.stem for p in LESSONS], said)
+    check_offline(site, said)
 
 
 def test_pyproject_lists_every_package():

@@ -6,6 +6,10 @@
     python -m numpy_transformer lessons --html site --only 01 08   # just two lessons
     python -m numpy_transformer lessons --html site --from my_lessons   # an edited copy
 
+The site carries MathJax (from jupyter-server-mathjax, the notebooks extra) so its equations
+render offline; before building, a warning names what is missing here (that package; an
+optional module a lesson uses, such as PyTorch for lesson 16, whose cells then say "skipped").
+
 Exit status: 0 done, 2 bad input (a file in the way, an unknown lesson, nbconvert missing),
 1 a lesson that failed to run (each one named, with its error).
 """
@@ -95,8 +99,10 @@ def _check_pages(lessons, out, overwrite):
 
 
 def _site(lessons, out, timeout):
-    from ..course.lessons_site import LessonFailed, build_site, check_site_tools
+    from ..course.lessons_site import LessonFailed, build_site, build_warnings, check_site_tools
     check_site_tools()
+    for line in build_warnings(lessons):
+        print(line, flush=True)
     print(f"Executing {len(lessons)} lesson{'s' if len(lessons) > 1 else ''} with nbconvert "
           f"into {os.path.join(out, '')} (a few seconds to a minute each)",
           flush=True)
@@ -107,10 +113,12 @@ def _site(lessons, out, timeout):
         print(f"error: {err}", file=sys.stderr)
         return 1
     size = sum(f.stat().st_size for f in Path(out).glob("*.html"))
+    mathjax = sum(f.stat().st_size for f in Path(out, "mathjax").rglob("*") if f.is_file())
     index = Path(out).resolve() / "index.html"
     print(f"{len(pages)} lesson pages and index.html in {os.path.join(out, '')} "
-          f"({sum(p.figures for p in pages)} figures, {size / 2**20:.1f} MB) in "
-          f"{time.perf_counter() - start:.0f} s")
+          f"({sum(p.figures for p in pages)} figures, {size / 2**20:.1f} MB"
+          + (f"; MathJax in mathjax/, {mathjax / 2**20:.1f} MB" if mathjax else "")
+          + f") in {time.perf_counter() - start:.0f} s")
     print(f"Open {index.as_uri()} in a browser, or serve the folder:\n"
           f"  python -m http.server --directory {out}   # then http://localhost:8000")
     return 0

@@ -7,9 +7,11 @@ A wheel ships notebooks/ as `numpy_transformer/lessons/`; a checkout reads noteb
     copy_lessons(lessons, out)      -> the files written (refuses to replace different files)
     build_site(lessons, out)        -> [Page]: one executed HTML page per lesson, and index.html
 
+    build_warnings(lessons)         -> what the site will lack here (MathJax, optional modules)
+
 nbconvert makes the site: `ExecutePreprocessor` runs each lesson in a fresh kernel, `HTMLExporter`
-renders it (template "lab" + a previous / index / next bar: `PAGE`, `NAV`, figures embedded);
-index.html is a notebook of links, rendered the same way.
+renders it (template "lab" + a previous / index / next bar, figures embedded, MathJax copied into
+DIR/mathjax/: site_assets.py); index.html is a notebook of links, rendered the same way.
 """
 
 import functools
@@ -25,39 +27,11 @@ from pathlib import Path
 from ..version import __version__
 from ..errors import InputError
 from ..system.files import read_notebook_cells
+from . import site_assets
+from .lesson_needs import how_to_install, missing_modules
 
 INSTALL = ('pip install "numpy_transformer[notebooks]" (from a clone: '
            'pip install -e ".[notebooks]")')
-
-NAV = """\
-<nav class="lessons-nav">
-  <span>{% if nav.previous %}<a href="{{ nav.previous[0] }}" rel="prev">&larr;
-    {{ nav.previous[1] | e }}</a>{% endif %}</span>
-  <span><a href="index.html">All lessons</a></span>
-  <span>{% if nav.next %}<a href="{{ nav.next[0] }}" rel="next">{{ nav.next[1] | e }}
-    &rarr;</a>{% endif %}</span>
-</nav>
-"""
-
-PAGE = """\
-{%- extends 'index.html.j2' -%}
-{% block extra_css %}
-<style>
-nav.lessons-nav { display: flex; justify-content: space-between; gap: 1em; margin: 0.5em auto;
-  padding: 0.6em 1em; max-width: 1100px; font-family: var(--jp-ui-font-family);
-  border-bottom: 1px solid var(--jp-border-color2); }
-nav.lessons-nav span { flex: 1; text-align: center; }
-nav.lessons-nav span:first-child { text-align: left; } nav.lessons-nav span:last-child { text-align: right; }
-</style>
-{% endblock extra_css %}
-{%- block body_header -%}
-{{ super() }}
-{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
-{%- endblock body_header -%}
-{% block body_footer %}{% set nav = resources.lesson_nav %}{% include 'lessons_nav.html.j2' %}
-{{ super() }}{% endblock body_footer %}
-"""
-
 
 @dataclass(frozen=True)
 class Lesson:
@@ -163,6 +137,25 @@ def check_site_tools():
                          f"{', '.join(missing)}): {INSTALL}")
 
 
+def build_warnings(lessons):
+    """One line for each thing the site will lack when built here: MathJax (without
+    jupyter-server-mathjax the pages load it from a CDN), and the optional modules a lesson
+    uses that are not installed (lesson 16 without PyTorch: cells that print "skipped")."""
+    lines = [] if site_assets.mathjax_source() else [
+        f"warning: {site_assets.PACKAGE} is not installed: the pages load MathJax from a CDN, "
+        f"so their equations show as raw LaTeX without a network; {INSTALL} brings it"]
+    for lesson in lessons:
+        missing = missing_modules(lesson.path)
+        if missing:
+            one = len(missing) == 1
+            lines.append(
+                f"warning: lesson {lesson.number} needs {' and '.join(missing)}, which "
+                f"{'is' if one else 'are'} not installed: its page shows the cells that use "
+                f"{'it' if one else 'them'} as skipped; "
+                f"{'; '.join(map(how_to_install, missing))} to build it fully")
+    return lines
+
+
 class LessonFailed(Exception):
     """A lesson that did not run to the end, or left an error in its outputs."""
 
@@ -179,7 +172,7 @@ def build_site(lessons, out, *, timeout=600, report=None):
     if out.exists() and not out.is_dir():
         raise InputError(f"--html {out}: exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    exporter = _exporter()
+    exporter = site_assets.exporter(site_assets.bundle_mathjax(out))
     pages, failures = [], []
     for i, lesson in enumerate(lessons):
         start = time.perf_counter()
@@ -245,15 +238,6 @@ def _error_cell(notebook):
 def _figures(notebook):
     return sum(1 for cell in notebook.cells for o in cell.get("outputs", [])
                if {"image/png", "image/svg+xml"} & set(o.get("data", {})))
-
-
-def _exporter():
-    """nbconvert's HTML exporter, lab template, with our navigation bar in it."""
-    from jinja2 import DictLoader
-    from nbconvert import HTMLExporter
-    loader = DictLoader({"lessons_page.html.j2": PAGE, "lessons_nav.html.j2": NAV})
-    return HTMLExporter(template_name="lab", extra_loaders=[loader],
-                        template_file="lessons_page.html.j2")
 
 
 def _nav(lessons, i):
