@@ -11,6 +11,7 @@ Jupyter, where a returned Figure shows itself). matplotlib is optional:
 install it with `pip install -e ".[train]"`.
 """
 
+import math
 import os
 
 from ..backend import to_numpy
@@ -34,12 +35,37 @@ def save_figure(fig, path):
     return path
 
 
-def _readable_log_ticks(axis):
-    """Plain numbers (0.5, 1, 2, 5) on a log axis instead of matplotlib's 6x10^-1."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+# Minor ticks of a log axis by how many decades it spans: (at most, subs, those labelled).
+# Labelled minor ticks let a value be read off: 1.67 between 1.6 and 2 (grid line at 1.8),
+# 0.64 between 0.6 and 0.8 (grid line at 0.7); beyond about 2 decades labels would collide.
+LOG_MINOR_TICKS = ((1.25, (1.2, 1.4, 1.6, 1.8, 2.5, 4, 6, 7, 8, 9),
+                    (1.2, 1.4, 1.6, 2.5, 4, 6, 7, 8)),
+                   (2.1, (1.5, 4, 6, 7, 8, 9), (1.5, 4, 6, 8)),
+                   (float("inf"), (1.5, 4, 6, 7, 8, 9), ()))
+
+
+def _mantissa(value):
+    """m of value = m x 10^k, 1 <= m < 10, to two decimals (0.64 -> 6.4)."""
+    return round(value / 10 ** math.floor(math.log10(value) + 1e-9), 2)
+
+
+def _readable_log_ticks(ax):
+    """Plain numbers on the log y axis of `ax`, dense enough to read a value off it.
+
+    Major ticks at 1, 2, 3, 5 x 10^k, labelled 0.5, 1, 2 (not 5x10^-1); minor ticks between
+    them, some labelled in a smaller font, as many as the axis's span allows (LOG_MINOR_TICKS).
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    low, high = ax.get_ylim()
+    decades = math.log10(high / low)
+    subs, labelled = next((s, lab) for most, s, lab in LOG_MINOR_TICKS if decades <= most)
+    axis = ax.yaxis
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0), numticks=20))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+    axis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=20))
+    axis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if v > 0 and _mantissa(v) in labelled else ""))
+    ax.tick_params(axis="y", which="minor", labelsize=7.5)
 
 
 def plot_loss(history, path=None, *, title="Loss", unit="token", label_smoothing=0.0):
@@ -62,10 +88,12 @@ def plot_loss(history, path=None, *, title="Loss", unit="token", label_smoothing
     if evals:
         ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-", ms=3,
                 color="tab:orange", label="held-out (plain cross-entropy)")
-    ax.set(xlabel="training step", ylabel=f"loss (nats per {unit}, log scale)", title=title)
-    if losses and min(losses) > 0:
+    log = bool(losses) and min(losses) > 0
+    ax.set(xlabel="training step", title=title,
+           ylabel=f"loss (nats per {unit}{', log scale' if log else ''})")
+    if log:
         ax.set_yscale("log")
-        _readable_log_ticks(ax.yaxis)
+        _readable_log_ticks(ax)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return save_figure(fig, path) if path else fig
