@@ -21,9 +21,15 @@ def make_padding_mask(ids, pad_id):
 def make_causal_mask(T):
     """(1, 1, T, T) mask that lets position t attend to positions <= t only."""
     check_positive_int(T, "T")
+    return _causal(T)
+
+
+def _causal(T):
+    """`make_causal_mask` for a T already known good (the length of checked ids)."""
     return xp.tril(xp.ones((T, T), dtype=xp.bool_))[None, None]   # (1, 1, T, T)
 
 
 def make_decoder_mask(tgt_ids, pad_id):
     """(B, 1, T, T) mask for decoder self-attention: causal AND not padding."""
-    return make_padding_mask(tgt_ids, pad_id) & make_causal_mask(tgt_ids.shape[1])
+    padding = make_padding_mask(tgt_ids, pad_id)                  # checks tgt_ids: (B, T)
+    return padding & _causal(tgt_ids.shape[1])                    # (B, 1, T, T)

@@ -9,6 +9,9 @@ The contract (see docs/design.md):
   gradients into `self.grads`; call `zero_grad()` once per step.
 - Child modules are plain attributes, or lists of modules; they are found by
   walking `vars(self)`, so there is nothing to register.
+- Input checks happen once, at the edge: a module used on its own checks its
+  inputs at `forward` (a clear InputError); a bigger module that checks its own
+  inputs calls `trust_parts()`, and the modules inside it skip their checks.
 """
 
 from .backend import to_numpy, xp
@@ -16,6 +19,8 @@ from .errors import InputError
 
 
 class Module:
+    checks_inputs = True        # False for a part of a bigger module (see trust_parts)
+
     def __init__(self):
         self.params = {}
         self.grads = {}
@@ -78,6 +83,16 @@ class Module:
         """Fill every gradient array with zeros, in place (arrays are never replaced)."""
         for _, _, grad in self.named_parameters():
             grad.fill(0)
+
+    def trust_parts(self):
+        """Turn off the input checks of every module inside this one (not its own), and
+        return self. For a module that checks its inputs at its entry: what reaches each
+        part is then made by the parts before it, with the right shape, so checking it
+        again on every part of every step would only repeat that one check."""
+        for _, module in self.named_modules():
+            if module is not self:
+                module.checks_inputs = False
+        return self
 
     def train(self, mode=True):
         for _, module in self.named_modules():

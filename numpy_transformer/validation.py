@@ -6,8 +6,11 @@ what was given:
 
     ValueError: x: expected last dimension 512 (d_model), got shape (2, 7, 256)
 
-These run on every `forward`, so they only look at shapes and dtypes (cheap),
-except `check_ids`, which reads the ids once to find their range.
+They run at the edges: configurations, the models' public methods, the loss, the
+optimizers, and the `forward` of a layer used on its own. A layer inside a bigger
+module skips them (`Module.trust_parts`): the bigger module checked its input once.
+They only look at shapes and dtypes (cheap), except `check_ids`, which reads the
+ids once to find their range.
 """
 
 import numbers
@@ -36,6 +39,16 @@ def check_float_array(x, name, ndim=None, last_dim=None, last_dim_name=None):
         raise InputError(message(name, what, f"shape {tuple(x.shape)}"))
     if ndim is not None and ndim >= 2 and 0 in x.shape[:-1]:
         raise InputError(message(name, "a non-empty batch and sequence", f"shape {tuple(x.shape)}"))
+
+
+def check_length(x, name, max_len, past=0):
+    """x (B, T, ...) must fit a positional table of `max_len` positions after `past`
+    earlier ones (a KV cache's): past + T <= max_len."""
+    T = x.shape[1]
+    if past + T > max_len:
+        expected = (f"sequence length T <= max_len={max_len}" if not past else
+                    f"sequence length T <= max_len={max_len} - {past} cached positions")
+        raise InputError(message(name, expected, f"T={T} (shape {tuple(x.shape)})"))
 
 
 def check_ids(ids, name, vocab_size, ndim=None):

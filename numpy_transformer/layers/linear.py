@@ -16,6 +16,8 @@ class Linear(Module):
         dx = dy W^T        dW = x^T dy        db = sum over N of dy
     Saved: x, needed for dW.
     Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
+    Checks: x at `forward`, unless this Linear is a part of a bigger module that
+        checked its own input (Module.trust_parts).
     `transposed` (TiedLinear): the parameter array holds W^T, shape (D_out, D_in),
         so its gradient is dW^T = dy^T x.
     """
@@ -41,7 +43,8 @@ class Linear(Module):
         return W.T if self.transposed else W
 
     def forward(self, x):
-        check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
+        if self.checks_inputs:
+            check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
         self.saved = x
         # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
         # otherwise run one small matmul per batch row, 1.5-2.5x slower.

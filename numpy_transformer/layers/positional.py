@@ -3,10 +3,9 @@
 import math
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_float_array, check_positive_int, check_probability, message
+from ..validation import check_float_array, check_length, check_positive_int, check_probability
 from ..module import Module
 from .dropout import Dropout
-from ..errors import InputError
 
 
 def sinusoidal_table(max_len, d_model):
@@ -38,6 +37,8 @@ class PositionalEncoding(Module):
     Shapes: x (B, T, D), PE (max_len, D), y (B, T, D); needs T <= max_len.
     Backward: the table is a constant (not a parameter), so dx = Dropout backward of dy.
     Saved: none here; the child `dropout` keeps its mask.
+    Checks: x and its length at `forward`, unless a part of a bigger module (the
+        model then checks the lengths at its entry).
     """
 
     def __init__(self, d_model, max_len=5000, dropout=0.0, *, rng=None):
@@ -50,11 +51,10 @@ class PositionalEncoding(Module):
         self.dropout = Dropout(dropout, rng=rng)
 
     def forward(self, x):
-        check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
+        if self.checks_inputs:
+            check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
+            check_length(x, "x", self.max_len)
         T = x.shape[1]
-        if T > self.max_len:
-            raise InputError(message("x", f"sequence length T <= max_len={self.max_len}",
-                                     f"T={T} (shape {tuple(x.shape)})"))
         pe = self.pe[:T].astype(x.dtype, copy=False)                  # (T, D)
         return self.dropout.forward(x + pe)                           # (B, T, D)
 

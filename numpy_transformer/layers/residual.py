@@ -29,6 +29,7 @@ class SublayerConnection(Module):
         post-norm: dz = norm.backward(dy);  dx = dz + sublayer_backward(dropout.backward(dz))
         pre-norm:  dx = dy + norm.backward(sublayer_backward(dropout.backward(dy)))
     Saved: none here; norm, dropout and the sublayer keep their own.
+    Checks: x at `forward` (unless a part of a bigger module); the norm inside trusts it.
     """
 
     def __init__(self, d_model, dropout=0.0, norm_first=False, *, rng=None):
@@ -37,9 +38,11 @@ class SublayerConnection(Module):
         self.d_model, self.norm_first = d_model, bool(norm_first)
         self.norm = LayerNorm(d_model)
         self.dropout = Dropout(dropout, rng=rng)
+        self.trust_parts()
 
     def forward(self, x, sublayer):
-        check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
+        if self.checks_inputs:
+            check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
         if self.norm_first:
             h = self.norm.forward(x)                              # (B, T, D)
             return x + self.dropout.forward(sublayer(h))          # (B, T, D)
