@@ -305,7 +305,8 @@ def test_mpiexec_train_writes_one_run_that_one_process_resumes(tmp_path):
 
 def readme_commands():
     """The commands of the README's MPI section (its bash block), but the install."""
-    section = README.read_text().split("## Data-parallel training on MPI\n", 1)[1]
+    section = (README.parent / "docs" / "mpi.md").read_text().split(
+        "# Data-parallel training on MPI\n", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section.split("\n## ", 1)[0], flags=re.S).group(1)
     lines = [re.split(r"\s{2,}#", line)[0].strip() for line in block.splitlines()]
     return [line for line in lines if line and not line.startswith("pip install")]
@@ -332,7 +333,8 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
 def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path):
     """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions),
     shortened, on a small stand-in corpus; then the `average` of the checkpoints kept."""
-    lines = [line for line in README.read_text().splitlines()
+    recipe = README.parent / "docs" / "multi30k_recipe.md"
+    lines = [line for line in recipe.read_text().splitlines()
              if line.startswith("mpiexec -n 2 python -m numpy_transformer train --src")]
     assert len(lines) == 2 and all("--bpe" in line for line in lines)
     words = [("ein", "a"), ("mann", "man"), ("hund", "dog"), ("rot", "red"), ("klein", "small")]

@@ -1,6 +1,8 @@
-"""The README, run as printed: every `python -m numpy_transformer` command of its shell blocks
-(in order, in one fresh folder holding small stand-ins for the data files it names), and every
-Python block, whose printed values must match the comments beside them.
+"""The README and its pages in docs/, run as printed: every `python -m numpy_transformer`
+command of their shell blocks (the README's, then each docs/ page's in the order the README
+first links them, each command once, in one fresh folder holding small stand-ins for the data
+files they name), and every Python block, whose printed values must match the comments beside
+them. A shell comment line (`# expected: ...`, the result a command gave) is not run.
 
 Training commands run shortened (`--steps 6`, `--quick`), the only change made to them; every
 other command runs exactly as printed. A command under `mpiexec -n N` runs as one process here
@@ -21,7 +23,8 @@ import pytest
 from numpy_transformer.backend import get_backend
 from doors import shortened
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
            "python benchmarks/", "python -m numpy_transformer data ")
 DATA = {"data/tinyshakespeare.txt":
@@ -35,19 +38,28 @@ for split in ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017
     DATA[f"data/multi30k/tok/{split}.lc.norm.tok.en"] = "\n".join(r[1] for r in rows) + "\n"
 
 
+def pages():
+    """README.md, then every docs/*.md page it links, in the order of their first link."""
+    linked = re.findall(r"\]\((docs/[\w.-]+\.md)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
+    return [README] + [ROOT / name for name in dict.fromkeys(linked)]
+
+
 def blocks(language):
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+    return [block for page in pages() for block in
+            re.findall(rf"```{language}\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
 
 
 def commands():
-    """Every command of the README's shell blocks, in order."""
+    """Every command of the pages' shell blocks, in order, each once."""
     found = []
     for block in blocks("sh"):
         for line in block.splitlines():
             line = re.split(r"\s{2,}#", line)[0].strip()
+            if line.startswith("#"):                             # a comment: what it gave
+                continue
             for part in (p.strip() for p in line.split("&&")):
                 bare = re.sub(r"^(\w+=\S+\s+)+", "", part)       # after VAR=value prefixes
-                if bare and not bare.startswith(NOT_RUN):
+                if bare and not bare.startswith(NOT_RUN) and part not in found:
                     found.append(part)
     return found
 

@@ -73,3 +73,21 @@ def test_every_figure_the_readme_shows_is_committed():
     assert shown
     for path in shown:
         assert (ROOT / path).is_file(), path
+
+
+def test_each_run_printed_on_a_docs_page_shows_its_results_beside_its_command():
+    """A run whose command a docs/ page prints (the hour-long ones) has every phrase the
+    README quotes of it in the same code block, as `# expected: ...` lines beside it."""
+    pages = "".join(p.read_text(encoding="utf-8") for p in sorted(ROOT.glob("docs/*.md")))
+    shown = 0
+    for name in SUMMARIES:
+        s = summary(name)
+        if s["commands"][0] in README:                 # the quick start's, in the README
+            continue
+        found = [b for b in re.findall(r"```sh\n(.*?)```", pages, flags=re.S)
+                 if s["commands"][0] in b.splitlines()]
+        assert len(found) == 1, f"{name}: its command is in no docs/ page, or in several"
+        said = " ".join(line for line in found[0].splitlines() if line.startswith("# "))
+        assert [p for p in s["claims"] if p not in said] == [], name
+        shown += 1
+    assert shown >= 5

@@ -108,7 +108,7 @@ def _shakespeare_commands(p):
 
 
 MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
-# The paper's recipe (README, "The paper's recipe"): BPE over a joint vocabulary, one shared
+# The paper's recipe (docs/multi30k_recipe.md): BPE over a joint vocabulary, one shared
 # embedding matrix, 2000-token batches, 2 MPI ranks (one per core), the last 6 checkpoints kept.
 RECIPE = ("--bleu-tokenize none --bpe 8000 --joint-vocab --share-embeddings --d-model 256 "
           "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.15 --schedule noam --lr 1.5e-3 "
