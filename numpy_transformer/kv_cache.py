@@ -10,7 +10,7 @@ computes the newest position's row:
     self-attention    grows by one position per step:   (B, t, .) -> (B, t + 1, .)
     cross-attention   the encoder output never changes: computed once from memory
 
-What a layer keeps depends on its attention (see the layers' `cache_entries`):
+What a layer keeps depends on its attention (the layers' `cache_entries`):
 
     MHA   "k", "v":  K = h W_k, V = h W_v         2 D numbers per position and layer
     MLA   "c":       c = h W_kv_compress           L numbers per position and layer,
@@ -20,30 +20,60 @@ With D = 512 and L = 128 the MLA cache is 8x smaller: that is MLA's whole point.
 `kv_cache_bytes` gives these sizes from a configuration; `KVCache.nbytes()`
 measures a live cache.
 
-Everything incremental decoding does lives here, bottom-up: one attention layer
-(`cache_entries`, `cached_keys_values`, `extend_cache`, `attention_step`), one block
-(`encoder_block_step`, `decoder_block_step`), whole models (`gpt_step`,
-`transformer_step`, which `GPT.forward_step` and
-`Transformer.decode_step` call). It is inference only: no dropout, and
-nothing is kept for a backward.
+Decoding runs the modules' own `forward`: a model's forward takes `cache=KVCache()`,
+gives the new tokens the positions after `cache.length` and hands each block its
+entry `cache.layer(i)`; each block hands its attention layers their
+`AttentionCache`, which the attention fills and reads (layers/attention.py).
+This file only holds the containers and the sizes. Inference only: no dropout,
+and nothing is kept for a backward.
 """
 
 from .backend import xp
-from .validation import check_float_array, check_positive_int, message
-from .errors import InputError
-from .layers.attention import merge_heads, scaled_dot_product_attention, split_heads
-from .layers.latent_attention import MultiHeadLatentAttention
+from .validation import check_positive_int
+
+
+class AttentionCache:
+    """What one attention layer keeps between decoding steps (inference only).
+
+    entries  {name: (B, T_cached, .)}: MHA "k", "v" (B, t, D); MLA "c" (B, t, L)
+    grows    True for self-attention: every call appends the entries of its new key
+             positions; False for cross-attention: made from the encoder output on the
+             first call, then read as it is (the memory does not change while decoding).
+    """
+
+    def __init__(self, grows=True):
+        self.grows, self.entries = grows, {}
+
+    def extend(self, make_entries, k, v):
+        """The entries of every key position, those of k, v (B, T_new, D) added as needed.
+
+        make_entries(k, v) -> {name: (B, T_new, .)}: the attention's `cache_entries`,
+        called only when something is new: (B, t, .) -> (B, t + T_new, .).
+        """
+        if self.entries and not self.grows:
+            return self.entries
+        new = make_entries(k, v)
+        self.entries = new if not self.entries else {
+            name: xp.concatenate([self.entries[name], new[name]], axis=1)  # (B, t + T_new, .)
+            for name in new}
+        return self.entries
+
+    def reorder(self, index):
+        """Keep batch rows `index` (B_new,) of every entry."""
+        self.entries = {name: a[index] for name, a in self.entries.items()}
+
+    def nbytes(self):
+        return sum(int(a.nbytes) for a in self.entries.values())
 
 
 class KVCache:
     """Per-layer attention caches of one incremental decoding run (inference only).
 
-    layers[i]  a dict for block i: {"self": {name: array}, "cross": {name: array}};
-               "cross" only in encoder-decoder models. Arrays are (B, T_cached, .)
-               (MHA: "k", "v" (B, t, D); MLA: "c" (B, t, L)).
+    layers[i]  the cache of block i: {"self": AttentionCache, "cross": AttentionCache};
+               "cross" stays empty in decoder-only models.
     length     positions already fed to the decoder: the next token's position, i.e.
                the row of the positional table it gets.
-    Grown by the models' `decode_step` / `forward_step`; start empty.
+    Filled by the models' `forward` (GPT) / `decode` (Transformer) given `cache=`; start empty.
     """
 
     def __init__(self):
@@ -51,9 +81,10 @@ class KVCache:
         self.length = 0
 
     def layer(self, i):
-        """The cache dict of block i (created empty on first use)."""
+        """The cache of block i (created empty on first use)."""
         while len(self.layers) <= i:
-            self.layers.append({})
+            self.layers.append({"self": AttentionCache(grows=True),
+                                "cross": AttentionCache(grows=False)})
         return self.layers[i]
 
     def reorder(self, index):
@@ -63,15 +94,14 @@ class KVCache:
         row once per beam, so the beams of one source share identical rows.
         """
         for layer in self.layers:
-            if "self" in layer:
-                layer["self"] = {name: a[index] for name, a in layer["self"].items()}
+            layer["self"].reorder(index)
 
     def nbytes(self):
         """Bytes held right now: {"self": ..., "cross": ..., "total": ...}."""
         sizes = {"self": 0, "cross": 0}
         for layer in self.layers:
             for kind, entries in layer.items():
-                sizes[kind] += sum(int(a.nbytes) for a in entries.values())
+                sizes[kind] += entries.nbytes()
         sizes["total"] = sizes["self"] + sizes["cross"]
         return sizes
 
@@ -80,134 +110,9 @@ class KVCache:
                 f"bytes={self.nbytes()['total']})")
 
 
-# One attention layer.
-
-def cache_entries(attn, k):
-    """What `attn` keeps per key position of k (B, T, D): {name: (B, T, .)}.
-
-    MHA: the projected keys and values, {"k": k W_k, "v": k W_v}, 2 D numbers.
-    MLA: only the latent {"c": k W_kv_compress}, L numbers; K and V are
-    decompressed from it again at every step (compute traded for memory;
-    production code "absorbs" W_k_decompress into the query instead).
-    """
-    if isinstance(attn, MultiHeadLatentAttention):
-        return {"c": attn.w_kv_compress.forward(k)}                           # (B, T, L)
-    return {"k": attn.w_k.forward(k), "v": attn.w_v.forward(k)}                # (B, T, D) each
-
-
-def cached_keys_values(attn, entries):
-    """The keys and values K, V (B, Tk, D) of every cached position."""
-    if isinstance(attn, MultiHeadLatentAttention):
-        c = entries["c"]                                                       # (B, Tk, L)
-        return attn.w_k_decompress.forward(c), attn.w_v_decompress.forward(c)
-    return entries["k"], entries["v"]
-
-
-def extend_cache(attn, entries, k):
-    """The cache `entries` (a dict, or None to start one) with the positions of k
-    (B, T_new, D) appended along the time axis: (B, t, .) -> (B, t + T_new, .)."""
-    new = cache_entries(attn, k)
-    if entries is None:
-        return new
-    return {name: xp.concatenate([entries[name], new[name]], axis=1)           # (B, t + T_new, .)
-            for name in new}
-
-
-def attention_step(attn, q, entries, mask=None):
-    """Attention of new queries q (B, Tq, D) over every cached position:
-
-        K, V = cached_keys_values(attn, entries)        (B, Tk, D) each
-        y    = MultiHead(q W_q, K, V, mask) W_o          no dropout
-    mask broadcastable to (B, H, Tq, Tk); None lets every query see every cached key.
-    The same numbers as `attn.forward` on the whole sequence, row for row.
-    """
-    check_float_array(q, "q", ndim=3, last_dim=attn.d_model, last_dim_name="d_model")
-    H = attn.num_heads
-    K, V = cached_keys_values(attn, entries)                                  # (B, Tk, D)
-    qh = split_heads(attn.w_q.forward(q), H)                                  # (B, H, Tq, Dh)
-    out, _ = scaled_dot_product_attention(qh, split_heads(K, H), split_heads(V, H), mask)
-    return attn.w_o.forward(merge_heads(out))                                 # (B, Tq, D)
-
-
-def cached_self_attention(attn, layer_cache, mask=None):
-    """The sublayer function of self-attention in incremental decoding: append the
-    new positions h (B, T_new, D) to layer_cache["self"], then attend over all of them."""
-    def sublayer(h):
-        layer_cache["self"] = extend_cache(attn, layer_cache.get("self"), h)
-        return attention_step(attn, h, layer_cache["self"], mask)              # (B, T_new, D)
-    return sublayer
-
-
-# One block.
-
-def encoder_block_step(block, x, layer_cache, mask=None):
-    """An EncoderBlock on new positions x (B, T_new, D) only (decoder-only models: causal).
-
-    layer_cache: the block's dict of a KVCache, whose "self" entries grow by
-    T_new positions; mask (1, 1, T_new, T_cached) or None.
-    """
-    x = block.sublayers[0].forward(x, cached_self_attention(block.self_attn, layer_cache, mask))
-    return block.sublayers[1].forward(x, block.feed_forward.forward)          # (B, T_new, D)
-
-
-def decoder_block_step(block, x, memory, src_mask, layer_cache, tgt_mask=None):
-    """A DecoderBlock on new target positions x (B, T_new, D) only.
-
-    layer_cache["self"] grows by T_new positions; layer_cache["cross"] is made
-    from memory (B, S, D) on the first call and reused after (the encoder output
-    does not change while decoding). tgt_mask (1, 1, T_new, T_cached) or None.
-    """
-    cross = block.cross_attn
-    if "cross" not in layer_cache:
-        layer_cache["cross"] = extend_cache(cross, None, memory)
-    x = block.sublayers[0].forward(x, cached_self_attention(block.self_attn, layer_cache,
-                                                            tgt_mask))
-    x = block.sublayers[1].forward(
-        x, lambda h: attention_step(cross, h, layer_cache["cross"], src_mask))
-    return block.sublayers[2].forward(x, block.feed_forward.forward)          # (B, T_new, D)
-
-
-# Whole models.
-
-def gpt_step(model, ids, cache):
-    """Logits (B, T_new, V) of a GPT for NEW tokens ids (B, T_new) only (ids checked)."""
-    past, T_new = cache.length, ids.shape[1]
-    x = append_positions(model.pos, model.embed.lookup(ids), past)           # (B, T_new, D)
-    mask = incremental_causal_mask(past, T_new)                               # or None
-    for i, layer in enumerate(model.layers):
-        x = encoder_block_step(layer, x, cache.layer(i), mask)                # (B, T_new, D)
-    if model.norm is not None:
-        x = model.norm.forward(x)
-    cache.length = past + T_new
-    return model.output_projection.forward(x)                                 # (B, T_new, V)
-
-
-def transformer_step(model, memory, src_mask, tgt, cache):
-    """Decoder output (B, T_new, D) of a Transformer for NEW target ids tgt (B, T_new)
-    only (ids checked), given the encoder output memory (B, S, D)."""
-    past, T_new = cache.length, tgt.shape[1]
-    y = append_positions(model.tgt_pos, model.tgt_embed.lookup(tgt), past)    # (B, T_new, D)
-    mask = incremental_causal_mask(past, T_new)                               # or None
-    decoder = model.decoder
-    for i, layer in enumerate(decoder.layers):
-        y = decoder_block_step(layer, y, memory, src_mask, cache.layer(i), mask)
-    cache.length = past + T_new
-    return decoder.norm.forward(y) if decoder.norm is not None else y        # (B, T_new, D)
-
-
-# Positions and masks of the new tokens.
-
-def append_positions(pos, x, offset):
-    """x + PE[offset : offset + T_new]: sinusoidal positions for tokens fed incrementally.
-
-    pos: a PositionalEncoding (its table `pe` is (max_len, D)); x (B, T_new, D).
-    No dropout: incremental decoding is inference only.
-    """
-    T_new = x.shape[1]
-    if offset + T_new > pos.max_len:
-        raise InputError(message("tokens", f"at most max_len={pos.max_len} positions in all",
-                                 f"position {offset + T_new - 1} (0-based)"))
-    return x + pos.pe[offset:offset + T_new].astype(x.dtype, copy=False)      # (B, T_new, D)
+def layer_cache(cache, i):
+    """Block i's entry of a KVCache, or None without one (training)."""
+    return None if cache is None else cache.layer(i)
 
 
 def incremental_causal_mask(past, T_new):

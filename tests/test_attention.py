@@ -11,7 +11,7 @@ from attention_helpers import (B, CHECK, D, DH, GRAD_CASES, H, TK, TQ, assert_ca
 from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.attention import (
-    MultiHeadAttention, merge_heads, scaled_dot_product_attention,
+    MultiHeadAttention, MultiHeadAttentionBase, merge_heads, scaled_dot_product_attention,
     scaled_dot_product_attention_backward, split_heads)
 from numpy_transformer.masks import make_causal_mask
 from numpy_transformer.module import Module
@@ -162,6 +162,34 @@ def test_bad_construction_raises():
         MultiHeadAttention(12, 0)
     with pytest.raises(ValueError, match=r"dropout: expected a number in \[0, 1\)"):
         MultiHeadAttention(12, 3, dropout=1.0)
+
+
+@pytest.mark.parametrize("attention", ["mha", "mla"])
+def test_inputs_are_checked_once_at_the_entry(rng, monkeypatch, attention):
+    """On its own, attention checks q, k, v and the mask once (its Linears trust them);
+    inside a model, which checked its own inputs, it checks nothing again, and the model
+    names a bad mask itself."""
+    from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
+    calls, check = [], MultiHeadAttentionBase.check_inputs
+    monkeypatch.setattr(MultiHeadAttentionBase, "check_inputs",
+                        lambda self, *args: calls.append(1) or check(self, *args))
+    mha = make_mha(rng)
+    mha.forward(*inputs(rng))
+    assert calls == [1] and not any(m.checks_inputs for name, m in mha.named_modules() if name)
+    sizes = dict(d_model=8, num_heads=2, d_ff=12, max_len=8, attention=attention)
+    model = build_transformer(TransformerConfig(11, 11, num_encoder_layers=1,
+                                                num_decoder_layers=1, **sizes))
+    lm = GPT(GPTConfig(11, num_layers=1, **sizes))
+    src = xp.asarray(rng.integers(1, 11, (2, 5)))
+    calls.clear()
+    model.forward(src, src[:, :4])
+    lm.forward(src)
+    assert calls == []
+    with pytest.raises(ValueError, match=r"tgt_mask: expected a shape broadcastable to "
+                                         r"\(2, 2, 4, 4\)"):
+        model.forward(src, src[:, :4], tgt_mask=xp.ones((1, 1, 4, 5), bool))
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(2, 2, 5, 5\)"):
+        lm.forward(src, xp.ones((2, 1, 1, 4), bool))
 
 
 def torch_mha(mha, q, k, v, mask, dout):

@@ -181,8 +181,12 @@ def test_length_limits():
     assert sample(lm, xp.full((1, 15), 5), 6, rng=np.random.default_rng(0)).shape == (1, 21)
     with pytest.raises(ValueError, match="max_new_tokens: expected at most"):
         sample(lm, xp.full((1, 15), 5), 7)
-    with pytest.raises(ValueError, match="tokens: expected at most max_len=20 positions"):
-        lm.forward_step(xp.full((1, 21), 5), KVCache())
+    with pytest.raises(ValueError, match=r"ids: expected sequence length T <= max_len=20"):
+        lm.forward(xp.full((1, 21), 5), cache=KVCache())
+    cache = KVCache()
+    lm.forward(xp.full((1, 15), 5), cache=cache)
+    with pytest.raises(ValueError, match=r"ids: expected .*max_len=20 - 15 cached positions"):
+        lm.forward(xp.full((1, 6), 5), cache=cache)
 
 
 # Sampling.

@@ -8,7 +8,7 @@ import pytest
 
 from numpy_transformer.backend import default_dtype, xp
 from numpy_transformer.decoding import beam_search, greedy_decode, sample
-from numpy_transformer.kv_cache import KVCache, attention_step, extend_cache, kv_cache_bytes
+from numpy_transformer.kv_cache import AttentionCache, KVCache, kv_cache_bytes
 from numpy_transformer.layers.attention import MultiHeadAttention
 from numpy_transformer.layers.latent_attention import MultiHeadLatentAttention
 from numpy_transformer.masks import make_causal_mask, make_padding_mask
@@ -45,8 +45,8 @@ def source(B=3, S=7, V=13, seed=0):
 
 @pytest.mark.parametrize("attention", ["mha", "mla"])
 def test_attention_cache_entries_and_cached_forward(float64, attention):
-    """Token by token through the cache = one causal forward; cross-attention over a
-    cache built once = forward over memory. MLA caches only c (B, T, L)."""
+    """Token by token through the layer's own forward with a cache = one causal forward;
+    cross-attention over a cache built once = forward over memory. MLA caches only c (B, T, L)."""
     rng = np.random.default_rng(1)
     if attention == "mha":
         layer = perturb(MultiHeadAttention(8, 2, rng=rng), rng)
@@ -54,17 +54,19 @@ def test_attention_cache_entries_and_cached_forward(float64, attention):
         layer = perturb(MultiHeadLatentAttention(8, 2, 3, bias=True, rng=rng), rng)
     x, mem = xp.asarray(rng.normal(size=(2, 5, 8))), xp.asarray(rng.normal(size=(2, 4, 8)))
     full = layer.forward(x, x, x, make_causal_mask(5))
-    entries, rows = None, []
+    cache, rows = AttentionCache(grows=True), []
     for t in range(5):
         h = x[:, t:t + 1]
-        entries = extend_cache(layer, entries, h)
-        rows.append(attention_step(layer, h, entries))
+        rows.append(layer.forward(h, h, h, cache=cache))   # the new token sees every cached one
     np.testing.assert_allclose(np.concatenate(rows, axis=1), full, rtol=0, atol=1e-12)
-    shapes = {name: a.shape for name, a in entries.items()}
-    assert shapes == ({"c": (2, 5, 3)} if "c" in entries else {"k": (2, 5, 8), "v": (2, 5, 8)})
+    shapes = {name: a.shape for name, a in cache.entries.items()}
+    assert shapes == ({"c": (2, 5, 3)} if attention == "mla" else {"k": (2, 5, 8), "v": (2, 5, 8)})
     pad = xp.asarray([True, True, False, True])[None, None, None, :]
-    np.testing.assert_allclose(attention_step(layer, x, extend_cache(layer, None, mem), pad),
-                               layer.forward(x, mem, mem, pad), rtol=0, atol=1e-12)
+    cross = AttentionCache(grows=False)
+    for part in (x[:, :2], x[:, 2:]):                      # made from memory once, then reused
+        np.testing.assert_allclose(layer.forward(part, mem, mem, pad, cache=cross),
+                                   layer.forward(part, mem, mem, pad), rtol=0, atol=1e-12)
+    assert {name: a.shape[1] for name, a in cross.entries.items()} == dict.fromkeys(shapes, 4)
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12)])
@@ -78,7 +80,7 @@ def test_cached_transformer_logits_equal_uncached(attention, norm_first, dtype, 
     full = model.project(model.decode(memory, src_mask, tgt, make_causal_mask(8)))   # (B, T, V)
     cache = KVCache()
     chunks = [tgt[:, :3]] + [tgt[:, t:t + 1] for t in range(3, 8)]   # a prefill, then steps
-    steps = np.concatenate([model.project(model.decode_step(memory, src_mask, c, cache))
+    steps = np.concatenate([model.project(model.decode(memory, src_mask, c, cache=cache))
                             for c in chunks], axis=1)
     assert steps.dtype == np.dtype(dtype) and cache.length == 8
     np.testing.assert_allclose(steps, full, rtol=0, atol=tol * np.abs(full).max())
@@ -92,8 +94,8 @@ def test_cached_gpt_logits_equal_uncached(attention, norm_first, dtype, tol):
     ids = xp.asarray(np.random.default_rng(6).integers(1, 17, (2, 9)))
     full = model.forward(ids)
     cache = KVCache()
-    steps = np.concatenate([model.forward_step(ids[:, :4], cache)]
-                           + [model.forward_step(ids[:, t:t + 1], cache)
+    steps = np.concatenate([model.forward(ids[:, :4], cache=cache)]
+                           + [model.forward(ids[:, t:t + 1], cache=cache)
                               for t in range(4, 9)], axis=1)
     np.testing.assert_allclose(steps, full, rtol=0, atol=tol * np.abs(full).max())
 

@@ -17,7 +17,7 @@ from .common import eval_mode, start_cache
 
 
 def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k):
-    if not hasattr(model, "forward_step") or hasattr(model, "encode"):
+    if not hasattr(model, "forward") or hasattr(model, "encode"):
         raise InputTypeError(message("model", "a decoder-only language model (GPT)",
                                 type(model).__name__))
     config = model.config
@@ -96,7 +96,7 @@ def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=No
             if cache is None:
                 logits = model.forward(out)[:, -1]                               # (B, V)
             else:
-                logits = model.forward_step(out[:, cache.length:], cache)[:, -1]
+                logits = model.forward(out[:, cache.length:], cache=cache)[:, -1]
             next_id = _draw(logits, excluded, temperature, top_k, rng)           # (B,)
             if eos_id is not None:
                 next_id = xp.where(done, pad_id, next_id)

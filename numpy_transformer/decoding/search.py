@@ -81,7 +81,7 @@ def _next_logits(model, memory, src_mask, out, cache):
     if cache is None:
         h = model.decode(memory, src_mask, out, make_causal_mask(out.shape[1]))  # (B, t, D)
     else:
-        h = model.decode_step(memory, src_mask, out[:, cache.length:], cache)
+        h = model.decode(memory, src_mask, out[:, cache.length:], cache=cache)      # (B, 1, D)
     return model.project(h[:, -1:])[:, 0]                                       # (B, V)
 
 

@@ -95,7 +95,7 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
 class MultiHeadAttentionBase(Module):
     """What multi-head attention (MHA) and latent attention (MLA) share.
 
-    Forward, given projections Q, K, V from the subclass's `project`:
+    Forward, given projections Q, K, V from `project`:
         O = merge_heads(attention(split_heads(Q), split_heads(K), split_heads(V), mask))
         y = O W_o + b_o
     Backward: w_o's backward, split into heads, attention backward, merge heads,
@@ -105,8 +105,12 @@ class MultiHeadAttentionBase(Module):
     Saved: Q, K, V split into heads (B, H, T, Dh); `attn_weights` A (B, H, Tq, Tk),
         kept for backward and for plotting attention maps.
     A subclass builds `w_q`, `w_o`, `dropout` and its key/value projections, and defines
-        project(q, k, v) -> (Q, K, V) and project_backward(dQ, dK, dV) -> (dq, dk, dv).
-    Incremental decoding with a KV cache: see kv_cache.py.
+        cache_entries(k, v) -> {name: (B, Tk, .)}, what K and V are made from (all a KV
+            cache keeps), keys_values(entries) -> (K, V), and
+        project_backward(dQ, dK, dV) -> (dq, dk, dv).
+    KV cache (incremental decoding, inference only): `forward(..., cache=AttentionCache())`
+        keeps the entries of the key positions seen so far and attends over all of them
+        (kv_cache.py): the same numbers as a forward over the whole sequence.
     """
 
     def __init__(self, d_model, num_heads):
@@ -120,26 +124,43 @@ class MultiHeadAttentionBase(Module):
         self.attn_weights = None
         self.saved = None
 
-    def check_inputs(self, q, k, v, mask):
-        """Raise a clear ValueError/TypeError for mis-shaped or mismatched inputs."""
+    def check_inputs(self, q, k, v, mask, cache):
+        """InputError/InputTypeError for mis-shaped or mismatched inputs, an array passed
+        twice checked once; the mask only without a cache (whose keys are not all in k)."""
         D = self.d_model
-        for x, name in ((q, "q"), (k, "k"), (v, "v")):
+        check_float_array(q, "q", ndim=3, last_dim=D, last_dim_name="d_model")
+        for x, name in [(k, "k")] + ([(v, "v")] if v is not k else []):
+            if x is q:
+                continue
             check_float_array(x, name, ndim=3, last_dim=D, last_dim_name="d_model")
-        for x, name in ((k, "k"), (v, "v")):
             if x.shape[0] != q.shape[0]:
                 raise InputError(message(name, f"batch size {q.shape[0]} (that of q)",
                                          f"shape {tuple(x.shape)}"))
             if x.dtype != q.dtype:
-                raise InputTypeError(message(name, f"dtype {q.dtype} (that of q)", f"dtype {x.dtype}"))
+                raise InputTypeError(message(name, f"dtype {q.dtype} (that of q)",
+                                             f"dtype {x.dtype}"))
         if v.shape[1] != k.shape[1]:
             raise InputError(message("v", f"length {k.shape[1]} (that of k: one value per key)",
                                      f"shape {tuple(v.shape)}"))
-        check_mask(mask, "mask", (q.shape[0], self.num_heads, q.shape[1], k.shape[1]))
+        if cache is None:
+            check_mask(mask, "mask", (q.shape[0], self.num_heads, q.shape[1], k.shape[1]))
 
-    def forward(self, q, k, v, mask=None):
-        self.check_inputs(q, k, v, mask)
+    def project(self, q, k, v, cache=None):
+        """Q (B, Tq, D) and K, V (B, Tk, D); with a cache, K and V of every cached key position."""
+        if cache is None:
+            entries = self.cache_entries(k, v)
+        else:
+            entries = cache.extend(self.cache_entries, k, v)
+        return (self.w_q.forward(q), *self.keys_values(entries))
+
+    def forward(self, q, k, v, mask=None, cache=None):
+        """y (B, Tq, D). cache: None (training), or this layer's AttentionCache (decoding).
+        Inputs are checked here when the layer is used on its own; inside a model, which
+        checked its own inputs (Module.trust_parts), they are not checked again."""
+        if self.checks_inputs:
+            self.check_inputs(q, k, v, mask, cache)
         H = self.num_heads
-        Q, K, V = self.project(q, k, v)             # (B, Tq, D), (B, Tk, D), (B, Tk, D)
+        Q, K, V = self.project(q, k, v, cache)      # (B, Tq, D), (B, Tk, D), (B, Tk, D)
         qh, kh, vh = split_heads(Q, H), split_heads(K, H), split_heads(V, H)   # (B, H, T, Dh)
         out, self.attn_weights = scaled_dot_product_attention(
             qh, kh, vh, mask, self.dropout)         # (B, H, Tq, Dh), (B, H, Tq, Tk)
@@ -186,11 +207,16 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         self.w_v = Linear(D, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
+        self.trust_parts()                          # its forward checks q, k, v once
 
     # Three separate projections even when q is k is v; fusing them into one
-    # (D, 3D) matmul only needs these two methods to change.
-    def project(self, q, k, v):
-        return self.w_q.forward(q), self.w_k.forward(k), self.w_v.forward(v)
+    # (D, 3D) matmul only needs `project` and `project_backward` to change.
+    def cache_entries(self, k, v):
+        """What K and V are made of, all a KV cache keeps: K and V themselves, 2 D numbers."""
+        return {"k": self.w_k.forward(k), "v": self.w_v.forward(v)}          # (B, Tk, D) each
+
+    def keys_values(self, entries):
+        return entries["k"], entries["v"]                                   # (B, Tk, D) each
 
     def project_backward(self, dQ, dK, dV):
         # BEGIN SOLUTION multihead_attention

@@ -64,19 +64,24 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         self.w_v_decompress = Linear(L, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
+        self.trust_parts()                          # its forward checks q, k, v once
 
-    def check_inputs(self, q, k, v, mask):
-        super().check_inputs(q, k, v, mask)
+    def check_inputs(self, q, k, v, mask, cache):
+        super().check_inputs(q, k, v, mask, cache)
         if v is not k:
             raise InputError(message(
                 "v", "the very same array object as k (MLA derives keys and values from "
                 "one shared latent of k: call mla(q, k, k, mask))", "a different array"))
 
-    def project(self, q, k, v):
-        c = self.w_kv_compress.forward(k)                                   # (B, Tk, L)
-        return (self.w_q.forward(q),                                        # (B, Tq, D)
-                self.w_k_decompress.forward(c),                             # (B, Tk, D)
-                self.w_v_decompress.forward(c))                             # (B, Tk, D)
+    def cache_entries(self, k, v):
+        """What K and V are made of, all a KV cache keeps: the latent c, L numbers."""
+        return {"c": self.w_kv_compress.forward(k)}                         # (B, Tk, L)
+
+    def keys_values(self, entries):
+        """K and V decompressed from c again at every call (compute traded for memory;
+        production code "absorbs" W_k_decompress into the query instead)."""
+        c = entries["c"]                                                    # (B, Tk, L)
+        return self.w_k_decompress.forward(c), self.w_v_decompress.forward(c)   # (B, Tk, D)
 
     def project_backward(self, dQ, dK, dV):
         # BEGIN SOLUTION mla

@@ -35,6 +35,8 @@ class PositionalEncoding(Module):
     """Adds the fixed sinusoidal table to x, then applies dropout: y = Dropout(x + PE[:T]).
 
     Shapes: x (B, T, D), PE (max_len, D), y (B, T, D); needs T <= max_len.
+    offset: x's first position (decoding with a KV cache feeds the tokens after `offset`
+        earlier ones): y = Dropout(x + PE[offset : offset + T]), needs offset + T <= max_len.
     Backward: the table is a constant (not a parameter), so dx = Dropout backward of dy.
     Saved: none here; the child `dropout` keeps its mask.
     Checks: x and its length at `forward`, unless a part of a bigger module (the
@@ -50,12 +52,12 @@ class PositionalEncoding(Module):
         self.pe = sinusoidal_table(max_len, d_model)                  # (max_len, D)
         self.dropout = Dropout(dropout, rng=rng)
 
-    def forward(self, x):
+    def forward(self, x, offset=0):
         if self.checks_inputs:
             check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
-            check_length(x, "x", self.max_len)
+            check_length(x, "x", self.max_len, offset)
         T = x.shape[1]
-        pe = self.pe[:T].astype(x.dtype, copy=False)                  # (T, D)
+        pe = self.pe[offset:offset + T].astype(x.dtype, copy=False)   # (T, D)
         return self.dropout.forward(x + pe)                           # (B, T, D)
 
     def backward(self, dy):

@@ -3,6 +3,7 @@
 from ..layers.feedforward import FeedForward
 from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
+from ..kv_cache import layer_cache
 from ..module import Module
 from .sublayers import make_attention, self_attention_backward
 
@@ -18,6 +19,9 @@ class DecoderBlock(Module):
     sublayer, whose key and value gradients (dk + dv) are the gradient of the
     encoder output `memory`; the self-attention sublayer (dq + dk + dv).
     Shapes: x (B, T, D), memory (B, S, D), tgt_mask -> (B, H, T, T), src_mask -> (B, H, T, S).
+    cache: None (training), or the block's entry of a KVCache (decoding): x holds the new
+    positions only; the self-attention cache grows by them, the cross-attention cache
+    is made from memory once.
     """
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
@@ -29,10 +33,14 @@ class DecoderBlock(Module):
         self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
                           for _ in range(3)]
 
-    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+    def forward(self, x, memory, src_mask=None, tgt_mask=None, cache=None):
         self_attn, cross_attn = self.self_attn, self.cross_attn
-        x = self.sublayers[0].forward(x, lambda h: self_attn.forward(h, h, h, tgt_mask))
-        x = self.sublayers[1].forward(x, lambda h: cross_attn.forward(h, memory, memory, src_mask))
+        self_cache, cross_cache = (None, None) if cache is None else (cache["self"],
+                                                                      cache["cross"])
+        x = self.sublayers[0].forward(
+            x, lambda h: self_attn.forward(h, h, h, tgt_mask, self_cache))          # (B, T, D)
+        x = self.sublayers[1].forward(
+            x, lambda h: cross_attn.forward(h, memory, memory, src_mask, cross_cache))  # (B, T, D)
         return self.sublayers[2].forward(x, self.feed_forward.forward)           # (B, T, D)
 
     def backward(self, dout):
@@ -60,6 +68,7 @@ class Decoder(Module):
     Every block reads the same encoder output, so the gradient of `memory` is
     the SUM of the blocks' memory gradients.
     Shapes: x (B, T, D), memory (B, S, D) -> (B, T, D).
+    cache: None, or a KVCache (decoding): block i gets `cache.layer(i)`.
     """
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
@@ -69,9 +78,9 @@ class Decoder(Module):
                                     attention, latent_dim, rng=rng) for _ in range(num_layers)]
         self.norm = LayerNorm(d_model) if norm_first else None
 
-    def forward(self, x, memory, src_mask=None, tgt_mask=None):
-        for layer in self.layers:
-            x = layer.forward(x, memory, src_mask, tgt_mask)                     # (B, T, D)
+    def forward(self, x, memory, src_mask=None, tgt_mask=None, cache=None):
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x, memory, src_mask, tgt_mask, layer_cache(cache, i))  # (B, T, D)
         return self.norm.forward(x) if self.norm is not None else x
 
     def backward(self, dout):

@@ -3,6 +3,7 @@
 from ..layers.feedforward import FeedForward
 from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
+from ..kv_cache import layer_cache
 from ..module import Module
 from .sublayers import make_attention, self_attention_backward
 
@@ -18,6 +19,8 @@ class EncoderBlock(Module):
     Backward: the two sublayers in reverse order; self-attention's input h fed
     q, k and v, so its gradient is dq + dk + dv.
     Shapes: x (B, S, D), src_mask broadcastable to (B, H, S, S).
+    cache: None (training), or the block's entry of a KVCache (decoder-only models
+    decoding): x holds the new positions only, the self-attention's cache their keys.
     """
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
@@ -28,9 +31,11 @@ class EncoderBlock(Module):
         self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
                           for _ in range(2)]
 
-    def forward(self, x, mask=None):
+    def forward(self, x, mask=None, cache=None):
         attn, ff = self.self_attn, self.feed_forward
-        x = self.sublayers[0].forward(x, lambda h: attn.forward(h, h, h, mask))  # (B, S, D)
+        self_cache = None if cache is None else cache["self"]
+        x = self.sublayers[0].forward(
+            x, lambda h: attn.forward(h, h, h, mask, self_cache))                # (B, S, D)
         return self.sublayers[1].forward(x, ff.forward)                          # (B, S, D)
 
     def backward(self, dout):
@@ -46,7 +51,8 @@ class Encoder(Module):
     (post-norm blocks already end normalised).
 
     Shapes: x (B, S, D) -> memory (B, S, D).
-    `backward` reads only `layers` and `norm`: GPT.backward runs it on its own stack.
+    `forward` and `backward` read only `layers` and `norm`: GPT runs them on its own stack
+    (its forward with a KVCache: block i gets `cache.layer(i)`).
     """
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
@@ -56,9 +62,9 @@ class Encoder(Module):
                                     attention, latent_dim, rng=rng) for _ in range(num_layers)]
         self.norm = LayerNorm(d_model) if norm_first else None
 
-    def forward(self, x, mask=None):
-        for layer in self.layers:
-            x = layer.forward(x, mask)                                           # (B, S, D)
+    def forward(self, x, mask=None, cache=None):
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x, mask, layer_cache(cache, i))                    # (B, S, D)
         return self.norm.forward(x) if self.norm is not None else x
 
     def backward(self, dout):

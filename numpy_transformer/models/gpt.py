@@ -14,10 +14,9 @@ from with `numpy_transformer.decoding.sample`.
 
 import numpy as np
 
-from .. import kv_cache
 from ..backend import xp
-from ..validation import check_ids, message
-from ..errors import InputError
+from ..kv_cache import incremental_causal_mask
+from ..validation import check_ids, check_length, check_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
 from ..layers.normalization import LayerNorm
@@ -40,6 +39,7 @@ class GPT(Module):
         `layers` and `norm`, which GPT has alike), positional dropout, embedding (the
         tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
+    Decoding with a KV cache runs the same `forward`, given `cache=` (see `forward`).
     Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only),
         output_projection.
@@ -61,23 +61,30 @@ class GPT(Module):
             self.output_projection = Linear(c.d_model, c.vocab_size, rng=rng)
         xavier_uniform_(self, rng)
         self.saved = None
+        self.trust_parts()                  # checked once, at forward
 
-    def forward(self, ids, mask=None):
-        """Logits (B, T, V); mask None means causal (1, 1, T, T)."""
+    def forward(self, ids, mask=None, cache=None):
+        """Logits (B, T, V); mask None means causal (1, 1, T, T).
+
+        cache: None, or a KVCache for incremental decoding (inference only). Then ids
+        holds the NEW tokens only: they continue the ones already in the cache, get
+        positions cache.length .. cache.length + T - 1, attend causally to every earlier
+        position through each block's cached keys/values (MHA: K, V; MLA: the latent c),
+        and cache.length grows by T. Feed the whole prompt once, then one token per
+        step: the logits equal `forward` on the whole sequence.
+        """
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
-        T = ids.shape[1]
-        if T > self.config.max_len:
-            raise InputError(message("ids", f"sequence length T <= max_len={self.config.max_len}",
-                                     f"T={T} (shape {tuple(ids.shape)})"))
+        past, T = (0 if cache is None else cache.length), ids.shape[1]
+        check_length(ids, "ids", self.config.max_len, past)
+        check_mask(mask, "mask", (ids.shape[0], self.config.num_heads, T, past + T))
         if mask is None:
-            mask = make_causal_mask(T)                                        # (1, 1, T, T)
+            mask = make_causal_mask(T) if cache is None else incremental_causal_mask(past, T)
         ids = xp.asarray(ids)                          # a caller's host ids: to the device
-        x = self.pos.forward(self.embed.lookup(ids))                         # (B, T, D)
-        for layer in self.layers:
-            x = layer.forward(x, mask)                                       # (B, T, D)
-        if self.norm is not None:
-            x = self.norm.forward(x)
+        x = self.pos.forward(self.embed.lookup(ids), past)                   # (B, T, D)
+        x = Encoder.forward(self, x, mask, cache)     # blocks, final norm: an Encoder's
         logits = self.output_projection.forward(x)                           # (B, T, V)
+        if cache is not None:
+            cache.length = past + T
         self.saved = tuple(logits.shape)
         return logits
 
@@ -88,16 +95,3 @@ class GPT(Module):
         dx = Encoder.backward(self, dx)          # final norm, blocks in reverse: an Encoder's
         self.embed.backward(self.pos.backward(dx))
         return None
-
-    def forward_step(self, ids, cache):
-        """Logits (B, T_new, V) for NEW tokens ids (B, T_new) only, using a KVCache.
-
-        Inference only. The tokens continue the ones already in `cache`: they get
-        positions cache.length .. cache.length + T_new - 1, attend causally to every
-        earlier position through each block's cached keys/values (MHA: K, V; MLA:
-        the latent c), and cache.length grows by T_new. Feed the whole prompt once,
-        then one token per step: the logits equal `forward` on the whole sequence.
-        How: kv_cache.gpt_step.
-        """
-        check_ids(ids, "ids", self.config.vocab_size, ndim=2)
-        return kv_cache.gpt_step(self, ids, cache)

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from .. import kv_cache
 from ..backend import xp
-from ..validation import check_ids, message
+from ..kv_cache import incremental_causal_mask
+from ..validation import check_float_array, check_ids, check_length, check_mask, message
 from ..errors import InputError, InputTypeError
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -52,8 +52,9 @@ class Transformer(Module):
     Backward runs the same path in reverse: projection, decoder (which also
     returns d memory, summed over its blocks' cross-attentions), target
     embedding; then encoder and source embedding from d memory.
-    Token ids are checked once, at each public method (forward, encode, decode,
-    decode_step); the private `_encode` / `_decode` trust them.
+    Inputs (ids, lengths, memory, masks) are checked once, at each public method (forward,
+    encode, decode); the private `_encode` / `_decode` and every part inside trust them.
+    Decoding with a KV cache runs the same `decode`, given `cache=` (see `decode`).
     Weight sharing (section 3.4): tie_embeddings gives the output projection the target
     embedding's matrix, W_out = E_tgt^T; share_embeddings (one joint vocabulary) also makes
     E_src = E_tgt = E, so dE = dE_src + dE_tgt + dW_out^T, each child adding its part.
@@ -81,43 +82,61 @@ class Transformer(Module):
             self.output_projection = Linear(c.d_model, c.tgt_vocab_size, rng=rng)
         xavier_uniform_(self, rng)
         self.saved = None
+        self.trust_parts()                  # checked once, at the public methods below
 
-    def check_tgt(self, tgt, memory, name="tgt"):
-        check_ids(tgt, name, self.config.tgt_vocab_size, ndim=2)
-        if tgt.shape[0] != memory.shape[0]:
-            raise InputError(message(name, f"batch size {memory.shape[0]} (as memory/src)",
+    def check_src(self, src, src_mask):
+        c = self.config
+        check_ids(src, "src", c.src_vocab_size, ndim=2)
+        check_length(src, "src", c.max_len)
+        B, S = src.shape
+        check_mask(src_mask, "src_mask", (B, c.num_heads, S, S))
+
+    def check_tgt(self, tgt, B, S, src_mask, tgt_mask, name="tgt", past=0):
+        """tgt (B, T) ids after `past` cached positions, and the decoder's masks."""
+        c = self.config
+        check_ids(tgt, name, c.tgt_vocab_size, ndim=2)
+        check_length(tgt, name, c.max_len, past)
+        if tgt.shape[0] != B:
+            raise InputError(message(name, f"batch size {B} (as memory/src)",
                                      f"shape {tuple(tgt.shape)}"))
+        T = tgt.shape[1]
+        check_mask(src_mask, "src_mask", (B, c.num_heads, T, S))
+        check_mask(tgt_mask, "tgt_mask", (B, c.num_heads, T, past + T))
 
     def encode(self, src, src_mask=None):
         """src (B, S) ids -> memory (B, S, D)."""
-        check_ids(src, "src", self.config.src_vocab_size, ndim=2)
+        self.check_src(src, src_mask)
         return self._encode(src, src_mask)
 
     def _encode(self, src, src_mask):
         x = self.src_pos.forward(self.src_embed.lookup(src))                  # (B, S, D)
         return self.encoder.forward(x, src_mask)                              # (B, S, D)
 
-    def decode(self, memory, src_mask, tgt, tgt_mask=None):
-        """memory (B, S, D), tgt (B, T) ids -> decoder output (B, T, D)."""
-        self.check_tgt(tgt, memory)
-        return self._decode(memory, src_mask, tgt, tgt_mask)
+    def decode(self, memory, src_mask, tgt, tgt_mask=None, cache=None):
+        """memory (B, S, D), tgt (B, T) ids -> decoder output (B, T, D).
 
-    def _decode(self, memory, src_mask, tgt, tgt_mask):
-        y = self.tgt_pos.forward(self.tgt_embed.lookup(tgt))                  # (B, T, D)
-        return self.decoder.forward(y, memory, src_mask, tgt_mask)            # (B, T, D)
-
-    def decode_step(self, memory, src_mask, tgt, cache):
-        """Decoder output (B, T_new, D) for the NEW target tokens tgt (B, T_new) only.
-
-        Inference only. The tokens continue the ones already fed into `cache` (a
-        KVCache): they get positions cache.length .. cache.length + T_new - 1 of the
-        positional table, attend causally to every earlier position through the
-        cached keys/values, and cache.length grows by T_new. Feeding a sequence in
-        one call or token by token gives the same outputs as `decode` on all of it.
-        How: kv_cache.transformer_step.
+        cache: None, or a KVCache for incremental decoding (inference only). Then tgt
+        holds the NEW target tokens only: they continue the ones already fed into the
+        cache, get positions cache.length .. cache.length + T - 1 of the positional
+        table, attend (causally when tgt_mask is None) to every earlier position through
+        the cached keys/values, and cache.length grows by T. Feeding a sequence in one
+        call or token by token gives the same outputs as `decode` on all of it.
         """
-        self.check_tgt(tgt, memory)
-        return kv_cache.transformer_step(self, memory, src_mask, tgt, cache)
+        check_float_array(memory, "memory", ndim=3, last_dim=self.config.d_model,
+                          last_dim_name="d_model")
+        past = 0 if cache is None else cache.length
+        self.check_tgt(tgt, *memory.shape[:2], src_mask, tgt_mask, past=past)
+        return self._decode(memory, src_mask, tgt, tgt_mask, cache)
+
+    def _decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
+        past, T = (0 if cache is None else cache.length), tgt.shape[1]
+        if cache is not None and tgt_mask is None:
+            tgt_mask = incremental_causal_mask(past, T)                       # (1, 1, T, past + T)
+        y = self.tgt_pos.forward(self.tgt_embed.lookup(tgt), past)            # (B, T, D)
+        y = self.decoder.forward(y, memory, src_mask, tgt_mask, cache)        # (B, T, D)
+        if cache is not None:
+            cache.length = past + T
+        return y
 
     def project(self, x):
         """x (B, T, D) -> logits (B, T, V_tgt)."""
@@ -129,8 +148,8 @@ class Transformer(Module):
         When a mask is None it is built from the ids: src_mask hides source
         padding, tgt_mask is causal and hides target padding.
         """
-        check_ids(src, "src", self.config.src_vocab_size, ndim=2)
-        self.check_tgt(tgt_in, src, "tgt_in")
+        self.check_src(src, src_mask)
+        self.check_tgt(tgt_in, *src.shape, src_mask, tgt_mask, "tgt_in")
         src, tgt_in = xp.asarray(src), xp.asarray(tgt_in)      # a caller's host ids: to the device
         if src_mask is None:
             src_mask = make_padding_mask(src, self.config.pad_id)             # (B, 1, 1, S)
