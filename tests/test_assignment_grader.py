@@ -18,6 +18,7 @@ import pytest
 from numpy_transformer.course.assignment import PARTS
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import PACKAGE, package_regions
+from numpy_transformer.course.assignment.markers import write_region_bodies
 from numpy_transformer.course.assignment.mistakes import MISTAKES
 from numpy_transformer.course.assignment.parts import Package, Read, reference_results, run_task
 from numpy_transformer.course.assignment.runner import HARNESS_FILES
@@ -63,11 +64,7 @@ def replace_regions(root, bodies):
     """Replace the body of every solution region whose qualname is in `bodies`."""
     package = Path(root) / "numpy_transformer"
     regions = [r for r in package_regions(package) if r.qualname in bodies]
-    for path in sorted({r.path for r in regions}):
-        lines = (package / path).read_text().split("\n")
-        for r in sorted((r for r in regions if r.path == path), key=lambda r: -r.begin):
-            lines[r.begin + 1:r.end] = [r.indent + line for line in bodies[r.qualname].split("\n")]
-        (package / path).write_text("\n".join(lines))
+    write_region_bodies(package, regions, [bodies[r.qualname] for r in regions])
 
 
 def add_import(root, path, line):

@@ -24,8 +24,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from .markers import (MarkerError, find_regions, regions_in_source, replace_region_bodies,
-                      stub_lines)
+from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
+                      write_region_bodies)
 from .parts import PARTS, TITLES, max_points, validate_parts
 from ...errors import InputError
 from ...system.files import read_regular
@@ -252,21 +252,18 @@ def reveal(directory, parts):
     replacing whatever is between those parts' markers."""
     parts, root = validate_parts(parts), Path(directory)
     manifest = read_manifest(root)
-    reference = package_regions()
-    theirs = package_regions(root / "numpy_transformer")
-    for path in sorted({r.path for r in reference if r.part in parts}):
-        source = (PACKAGE / path).read_text(encoding="utf-8").split("\n")
-        ref = [r for r in reference if r.path == path and r.part in parts]
-        mine = [r for r in theirs if r.path == path and r.part in parts]
-        if [r.qualname for r in ref] != [r.qualname for r in mine]:
+    reference = [r for r in package_regions() if r.part in parts]
+    paths = sorted({r.path for r in reference})
+    theirs = [r for r in package_regions(root / "numpy_transformer")
+              if r.part in parts and r.path in paths]
+    for path in paths:
+        if ([r.qualname for r in reference if r.path == path]
+                != [r.qualname for r in theirs if r.path == path]):
             raise MarkerError(f"{root / 'numpy_transformer' / path}: its regions of "
                               f"{', '.join(parts)} do not match the reference's")
-        file = root / "numpy_transformer" / path
-        bodies = [source[r.begin + 1:r.end] for r in ref]
-        file.write_text("\n".join(replace_region_bodies(read_regular(file, str(file))
-                                                        .decode("utf-8").split("\n"),
-                                                        mine, bodies)),
-                        encoding="utf-8")
+    sources = {path: (PACKAGE / path).read_text(encoding="utf-8").split("\n") for path in paths}
+    write_region_bodies(root / "numpy_transformer", theirs,
+                        ["\n".join(sources[r.path][r.begin + 1:r.end]) for r in reference])
     manifest["stubbed"] = [p for p in manifest["stubbed"] if p not in parts]
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

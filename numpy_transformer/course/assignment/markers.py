@@ -21,6 +21,7 @@ layer's gradient check, a model) which part of the assignment it needs.
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,3 +159,21 @@ def replace_region_bodies(lines, regions, bodies):
         out += lines[last:r.begin + 1] + list(body)
         last = r.end
     return out + lines[last:]
+
+
+def indented(body, indent):
+    """The lines of the text `body`, dedented, then indented by `indent` (blank lines empty)."""
+    lines = textwrap.dedent(body).strip("\n").split("\n")
+    return [indent + line if line.strip() else "" for line in lines]
+
+
+def write_region_bodies(root, regions, bodies):
+    """In the files under `root`, set the lines between the markers of each of `regions`
+    to the text `bodies[i]`, indented like the region's markers."""
+    for path in sorted({r.path for r in regions}):
+        mine = [(r, body) for r, body in zip(regions, bodies) if r.path == path]
+        file = Path(root) / path
+        lines = read_regular(file, str(file)).decode("utf-8").split("\n")
+        lines = replace_region_bodies(lines, [r for r, _ in mine],
+                                      [indented(body, r.indent) for r, body in mine])
+        file.write_text("\n".join(lines), encoding="utf-8")

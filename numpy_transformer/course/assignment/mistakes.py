@@ -1,259 +1,202 @@
 """A catalogue of typical backward-pass mistakes, to test the grader itself.
 
-Each mistake is a patch of the reference solution: in `path` (inside the
-package), the text `old` (found exactly once, inside a solution region of
-`part`) becomes `new`. Applied to a solution copy, every mistake must cost
-points in its part, and only there: a mistake the grader cannot catch is a bug
-in the grader, and one that costs points elsewhere breaks the promise that each
-part is graded on its own (the tests grade every mistake: tests/test_assignment_grader.py).
-The catalogue stays in the teacher's package (it quotes the solutions).
+Each mistake is a wrong body for one function of a part: `apply(root)` puts it
+between the solution markers (`# BEGIN SOLUTION part` ... `# END SOLUTION`) of
+that function in the copy under `root`, indented to fit, whatever the reference
+text there says (its comments and its column padding included). Applied to a
+solution copy, every mistake must cost points in its part, and only there: a
+mistake the grader cannot catch is a bug in the grader, and one that costs
+points elsewhere breaks the promise that each part is graded on its own (the
+tests grade every mistake: tests/test_assignment.py, test_assignment_grader.py).
+
+Where a function has several mistakes, each is written as one change (`wrong`)
+of the catalogue's own right body of it (right_bodies.py: the reference's math,
+fewer comments; the tests check that each scores full marks). The catalogue
+stays in the teacher's package (it quotes the solutions).
 """
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from .make import package_regions
+from .markers import write_region_bodies
+from .right_bodies import RIGHT
 
 
 @dataclass(frozen=True)
 class Mistake:
     name: str
     part: str
+    function: str       # qualname of the function whose region of `part` it replaces
     description: str
-    path: str       # relative to numpy_transformer/
-    old: str
-    new: str
+    body: str           # the region's new body (indented to fit when applied)
+
+    def region(self, package):
+        """The solution region of `part` in `function` under `package` (a numpy_transformer/);
+        RuntimeError unless there is exactly one."""
+        found = [r for r in package_regions(package)
+                 if r.part == self.part and r.qualname == self.function]
+        if len(found) != 1:
+            raise RuntimeError(f"mistake {self.name}: {len(found)} regions of part "
+                               f"{self.part} in {self.function}, expected one")
+        return found[0]
 
     def apply(self, root):
-        """Patch the copy in `root` (which holds numpy_transformer/); ValueError if `old` is
-        not found exactly once."""
-        file = Path(root) / "numpy_transformer" / self.path
-        text = file.read_text(encoding="utf-8")
-        if text.count(self.old) != 1:
-            raise RuntimeError(f"mistake {self.name}: its text occurs {text.count(self.old)} "
-                             f"times in {self.path}, expected once")
-        file.write_text(text.replace(self.old, self.new), encoding="utf-8")
+        """Put the mistake into the copy in `root` (which holds numpy_transformer/)."""
+        package = Path(root) / "numpy_transformer"
+        write_region_bodies(package, [self.region(package)], [self.body])
+
+
+def wrong(name, part, function, description, old, new):
+    """The mistake `name`: the catalogue's right body of `function` (right_bodies.py) with
+    the text `old` (found there exactly once) changed into `new`."""
+    right = RIGHT[function]
+    if right.count(old) != 1:
+        raise ValueError(f"mistake {name}: {old!r} occurs {right.count(old)} times in the "
+                         f"right body of {function}, expected once")
+    return Mistake(name, part, function, description, right.replace(old, new))
 
 
 MISTAKES = [
-    Mistake("linear_overwrites", "linear",
-            "Linear: parameter gradients overwritten (=) instead of accumulated (+=)",
-            "layers/linear.py",
-            'self.grads["weight"] += x2.T @ dy2            # (D_in, D_out)',
-            'self.grads["weight"] = x2.T @ dy2             # (D_in, D_out)'),
-    Mistake("tied_linear_overwrites", "linear",
-            "TiedLinear: the shared gradient overwritten, dropping the embedding's part",
-            "layers/linear.py",
-            'self.grads["weight"] += dy2.T @ x2            # (D_out, D_in) = dW^T',
-            'self.grads["weight"][...] = dy2.T @ x2        # (D_out, D_in) = dW^T'),
-    Mistake("layernorm_missing_term", "layernorm",
-            "LayerNorm: the xhat * mean(g * xhat) term of the input gradient is missing",
-            "layers/normalization.py",
-            "        dx -= xhat * mean_g_xhat\n", ""),
-    Mistake("softmax_elementwise", "softmax",
+    wrong("linear_overwrites", "linear", "Linear.backward",
+          "Linear: parameter gradients overwritten (=) instead of accumulated (+=)",
+          'self.grads["weight"] += x2.T', 'self.grads["weight"] = x2.T'),
+    wrong("tied_linear_overwrites", "linear", "Linear.backward",
+          "TiedLinear: the shared gradient overwritten, dropping the embedding's part",
+          'self.grads["weight"] += dy2.T', 'self.grads["weight"][...] = dy2.T'),
+    wrong("layernorm_missing_term", "layernorm", "LayerNorm.backward",
+          "LayerNorm: the xhat * mean(g * xhat) term of the input gradient is missing",
+          " - xhat * mean_g_xhat", ""),
+    Mistake("softmax_elementwise", "softmax", "softmax_backward",
             "softmax backward uses the output elementwise, p (1 - p) dp, not the "
-            "Jacobian-vector product", "layers/softmax.py",
-            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))",
-            "return dp * p * (1 - p)"),
-    Mistake("softmax_nan_masked_row", "softmax",
+            "Jacobian-vector product", "return dp * p * (1 - p)"),
+    Mistake("softmax_nan_masked_row", "softmax", "softmax_backward",
             "softmax backward divides by the row sum of p: NaN on a fully masked row",
-            "layers/softmax.py",
-            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))",
             "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True)"
             " / p.sum(axis=axis, keepdims=True))"),
-    Mistake("feedforward_skips_dropout", "feedforward",
-            "FeedForward: the dropout backward is skipped (the kept mask is not applied)",
-            "layers/feedforward.py",
-            "        dh = self.dropout.backward(dh)               # (B, T, F)\n", ""),
-    Mistake("embedding_overwrites", "embedding",
-            "Embedding: parameter gradients overwritten (=) instead of accumulated (+=), "
-            "which breaks tied embeddings",
-            "layers/embedding.py",
-            'self.grads["weight"][sorted_ids[starts]] += sums',
-            'self.grads["weight"][sorted_ids[starts]] = sums'),
-    Mistake("embedding_repeated_ids", "embedding",
-            "Embedding: a plain fancy-index += keeps one row of a repeated token id",
-            "layers/embedding.py",
-            'self.grads["weight"][sorted_ids[starts]] += sums  # (U, D) rows of (V, D)',
-            'self.grads["weight"][flat] += dy2 * self.multiplier'),
-    Mistake("cross_entropy_divides_twice", "cross_entropy",
-            "cross-entropy: the gradient divided by the token count twice",
-            "losses.py",
-            "(float(dloss) / max(self.num_tokens, 1))",
-            "(float(dloss) / max(self.num_tokens, 1) ** 2)"),
-    Mistake("cross_entropy_smoothing_v_minus_1", "cross_entropy",
-            "cross-entropy: label smoothing spread over V - 1 classes instead of V",
-            "losses.py",
-            "dx -= eps / V                                       # p - eps / V",
-            "dx -= eps / (V - 1)"),
-    Mistake("cross_entropy_ignores_dloss", "cross_entropy",
-            "cross-entropy: the upstream dloss is ignored",
-            "losses.py",
-            "(float(dloss) / max(self.num_tokens, 1))",
-            "(1.0 / max(self.num_tokens, 1))"),
-    Mistake("adam_no_bias_correction", "adam",
-            "Adam without bias correction",
-            "optim/adam.py",
-            "        c = math.sqrt(1 - b2**t)\n        step = self.lr * c / (1 - b1**t)\n",
-            "        c = 1.0\n        step = self.lr\n"),
-    Mistake("adam_first_moment_only_corrected", "adam",
-            "Adam: only the first moment is bias-corrected",
-            "optim/adam.py",
-            "        c = math.sqrt(1 - b2**t)\n", "        c = 1.0\n"),
-    Mistake("attention_key_scale_forgotten", "attention",
-            "attention: the 1/sqrt(d_k) scale is forgotten in the key gradient",
-            "layers/attention.py",
-            "    dscores *= scale                                # now the gradient of q k^T\n"
-            "    dq = dscores @ k                                # (B, H, Tq, Dh)\n",
-            "    dq = dscores @ k * scale\n"),
-    Mistake("attention_divides_by_batch", "attention",
-            "attention: the query and key gradients divided by the batch size",
-            "layers/attention.py",
-            "    dq = dscores @ k                                # (B, H, Tq, Dh)\n"
-            "    dk = dscores.swapaxes(-1, -2) @ q               # (B, H, Tk, Dh)\n",
-            "    dq = dscores @ k / q.shape[0]\n"
-            "    dk = dscores.swapaxes(-1, -2) @ q / q.shape[0]\n"),
-    Mistake("attention_skips_dropout", "attention",
-            "attention: the weights' dropout is not undone in backward",
-            "layers/attention.py",
-            "    if dropout is not None:\n"
-            "        dattn = dropout.backward(dattn)             # (B, H, Tq, Tk)\n", ""),
-    Mistake("mha_swaps_key_value", "multihead_attention",
+    wrong("feedforward_skips_dropout", "feedforward", "FeedForward.backward",
+          "FeedForward: the dropout backward is skipped (the kept mask is not applied)",
+          "dh = self.dropout.backward(dh)\n", ""),
+    wrong("embedding_overwrites", "embedding", "Embedding.backward",
+          "Embedding: parameter gradients overwritten (=) instead of accumulated (+=), "
+          "which breaks tied embeddings", "[rows] += sums", "[rows] = sums"),
+    wrong("embedding_repeated_ids", "embedding", "Embedding.backward",
+          "Embedding: a plain fancy-index += keeps one row of a repeated token id",
+          '[rows] += sums', '[flat] += dy2 * self.multiplier'),
+    wrong("cross_entropy_divides_twice", "cross_entropy", "CrossEntropyLoss.backward",
+          "cross-entropy: the gradient divided by the token count twice",
+          "max(self.num_tokens, 1))", "max(self.num_tokens, 1) ** 2)"),
+    wrong("cross_entropy_smoothing_v_minus_1", "cross_entropy", "CrossEntropyLoss.backward",
+          "cross-entropy: label smoothing spread over V - 1 classes instead of V",
+          "dx -= eps / V", "dx -= eps / (V - 1)"),
+    wrong("cross_entropy_ignores_dloss", "cross_entropy", "CrossEntropyLoss.backward",
+          "cross-entropy: the upstream dloss is ignored", "float(dloss)", "1.0"),
+    wrong("adam_no_bias_correction", "adam", "Adam._update", "Adam without bias correction",
+          "c = math.sqrt(1 - b2**t)\nstep = self.lr * c / (1 - b1**t)", "c = 1.0\nstep = self.lr"),
+    wrong("adam_first_moment_only_corrected", "adam", "Adam._update",
+          "Adam: only the first moment is bias-corrected", "c = math.sqrt(1 - b2**t)", "c = 1.0"),
+    wrong("attention_key_scale_forgotten", "attention", "scaled_dot_product_attention_backward",
+          "attention: the 1/sqrt(d_k) scale is forgotten in the key gradient",
+          "attn) * scale\ndq = dscores @ k", "attn)\ndq = dscores @ k * scale"),
+    wrong("attention_divides_by_batch", "attention", "scaled_dot_product_attention_backward",
+          "attention: the query and key gradients divided by the batch size",
+          "dq = dscores @ k\ndk = dscores.swapaxes(-1, -2) @ q",
+          "dq = dscores @ k / q.shape[0]\ndk = dscores.swapaxes(-1, -2) @ q / q.shape[0]"),
+    wrong("attention_skips_dropout", "attention", "scaled_dot_product_attention_backward",
+          "attention: the weights' dropout is not undone in backward",
+          "if dropout is not None:\n    dattn = dropout.backward(dattn)\n", ""),
+    Mistake("mha_swaps_key_value", "multihead_attention", "MultiHeadAttention.project_backward",
             "multi-head attention: the key and value gradients go through each other's Linear",
-            "layers/attention.py",
-            "self.w_k.backward(dK), self.w_v.backward(dV)",
-            "self.w_k.backward(dV), self.w_v.backward(dK)"),
-    Mistake("mha_reshape_without_transpose", "multihead_attention",
-            "multi-head attention: heads merged by a reshape without the transpose",
-            "layers/attention.py",
-            "        return self.project_backward(merge_heads(dqh), merge_heads(dkh), "
-            "merge_heads(dvh))\n",
-            "        B, H, T, Dh = dqh.shape\n        return self.project_backward("
-            "dqh.reshape(B, T, H * Dh), merge_heads(dkh), merge_heads(dvh))\n"),
-    Mistake("mla_latent_gradient_overwritten", "mla",
-            "latent attention: the latent's gradient keeps the value path only (= not +=)",
-            "layers/latent_attention.py",
-            "        dc += self.w_v_decompress.backward(dV)",
-            "        dc = self.w_v_decompress.backward(dV)"),
-    Mistake("encoder_block_query_gradient_only", "encoder_stack",
-            "encoder block: self-attention passes back dq only, not dq + dk + dv",
-            "models/encoder.py",
-            "return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))",
-            "return self.sublayers[0].backward(d, lambda dy: self.self_attn.backward(dy)[0])"),
-    Mistake("encoder_final_norm_skipped", "encoder_stack",
+            "return self.w_q.backward(dQ), self.w_k.backward(dV), self.w_v.backward(dK)"),
+    wrong("mha_reshape_without_transpose", "multihead_attention",
+          "MultiHeadAttentionBase.backward",
+          "multi-head attention: heads merged by a reshape without the transpose",
+          "return self.project_backward(merge_heads(dqh),",
+          "B, H, T, Dh = dqh.shape\nreturn self.project_backward(dqh.reshape(B, T, H * Dh),"),
+    wrong("mla_latent_gradient_overwritten", "mla", "MultiHeadLatentAttention.project_backward",
+          "latent attention: the latent's gradient keeps the value path only (= not +=)",
+          "dc += self.w_v", "dc = self.w_v"),
+    wrong("encoder_block_query_gradient_only", "encoder_stack", "EncoderBlock.backward",
+          "encoder block: self-attention passes back dq only, not dq + dk + dv",
+          "self_attention_backward(self.self_attn)", "lambda dy: self.self_attn.backward(dy)[0]"),
+    Mistake("encoder_final_norm_skipped", "encoder_stack", "Encoder.backward",
             "encoder: the pre-norm stack's final LayerNorm is skipped in backward",
-            "models/encoder.py",
-            "        if self.norm is not None:\n"
-            "            dout = self.norm.backward(dout)\n", ""),
-    Mistake("decoder_memory_last_layer_only", "decoder_stack",
-            "decoder: passes back the memory gradient of its last layer only",
-            "models/decoder.py",
-            "dmemory = dmem if dmemory is None else dmemory + dmem",
-            "dmemory = dmem if dmemory is None else dmemory"),
+            "for layer in reversed(self.layers):\n    dout = layer.backward(dout)\nreturn dout"),
+    wrong("decoder_memory_last_layer_only", "decoder_stack", "Decoder.backward",
+          "decoder: passes back the memory gradient of its last layer only",
+          "sum(dmemories)", "dmemories[0]"),
     Mistake("decoder_block_memory_keys_only", "decoder_stack",
+            "DecoderBlock.cross_attention_backward",
             "decoder block: the memory gradient keeps the keys' part only (dk, not dk + dv)",
-            "models/decoder.py",
-            "return dq, dk + dv ", "return dq, dk "),
-]
-
-MISTAKES += [
-    Mistake("linear_bias_batch_axis_only", "linear",
-            "Linear: the bias gradient summed over the batch axis only (not over B and T)",
-            "layers/linear.py",
-            'self.grads["bias"] += fast.sum(dy2, axis=0)   # (D_out,)',
-            'self.grads["bias"] += fast.sum(dy, axis=0)'),
-    Mistake("layernorm_gamma_batch_axis_only", "layernorm",
-            "LayerNorm: dgamma summed over the batch axis only (not over every leading axis)",
-            "layers/normalization.py",
-            'self.grads["gamma"] += fast.sum((dy * xhat).reshape(-1, D), axis=0)',
-            'self.grads["gamma"] += fast.sum(dy * xhat, axis=0)'),
-    Mistake("layernorm_missing_mean_term", "layernorm",
-            "LayerNorm: the mean(g) term of the input gradient is missing",
-            "layers/normalization.py",
-            "dx = g - mean_g ", "dx = g.copy() "),
-    Mistake("softmax_ignores_axis", "softmax",
+            "dq, dk, dv = self.cross_attn.backward(dy)\nreturn dq, dk"),
+    wrong("linear_bias_batch_axis_only", "linear", "Linear.backward",
+          "Linear: the bias gradient summed over the batch axis only (not over B and T)",
+          "fast.sum(dy2, axis=0)", "fast.sum(dy, axis=0)"),
+    wrong("layernorm_gamma_batch_axis_only", "layernorm", "LayerNorm.backward",
+          "LayerNorm: dgamma summed over the batch axis only (not over every leading axis)",
+          "fast.sum((dy * xhat).reshape(-1, D), axis=0)", "fast.sum(dy * xhat, axis=0)"),
+    wrong("layernorm_missing_mean_term", "layernorm", "LayerNorm.backward",
+          "LayerNorm: the mean(g) term of the input gradient is missing",
+          "(g - mean_g - ", "(g - "),
+    Mistake("softmax_ignores_axis", "softmax", "softmax_backward",
             "softmax backward sums over the last axis whatever `axis` says",
-            "layers/softmax.py",
-            "return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))",
             "return p * (dp - fast.sum(dp * p, axis=-1, keepdims=True))"),
-    Mistake("gelu_missing_cubic_term", "gelu",
-            "GELU: du/dx taken as c, forgetting the derivative of the cubic term",
-            "layers/activations.py",
-            "du_dx = self.C * (1.0 + 3.0 * self.A * x**2)", "du_dx = self.C"),
-    Mistake("gelu_tanh_derivative", "gelu",
-            "GELU: the derivative of tanh taken as 1 - t instead of 1 - t^2",
-            "layers/activations.py",
-            "0.5 * x * (1.0 - t * t) * du_dx", "0.5 * x * (1.0 - t) * du_dx"),
-    Mistake("dropout_without_scale", "dropout",
-            "dropout backward applies the 0/1 mask without its 1 / (1 - p) scale",
-            "layers/dropout.py",
-            "return dy if mask is OFF else dy * mask", "return dy if mask is OFF else dy * (mask != 0)"),
-    Mistake("dropout_scales_twice", "dropout",
-            "dropout backward divides by (1 - p) again (the saved mask is already scaled)",
-            "layers/dropout.py",
-            "return dy if mask is OFF else dy * mask",
-            "return dy if mask is OFF else dy * mask / (1 - self.p)"),
-    Mistake("dropout_reapply_ignores_mask", "dropout",
-            "dropout reapply returns x unchanged instead of applying the kept mask",
-            "layers/dropout.py",
-            "return x if mask is OFF else x * mask", "return x"),
-    Mistake("positional_sin_cos_swapped", "positional_encoding",
-            "positional table: cos in the even columns and sin in the odd ones",
-            "layers/positional.py",
-            "pe[:, 0::2] = xp.sin(angles)\n    pe[:, 1::2] = xp.cos(",
-            "pe[:, 0::2] = xp.cos(angles)\n    pe[:, 1::2] = xp.sin("),
-    Mistake("positional_exponent_i", "positional_encoding",
-            "positional table: the angle uses 10000^(i/D) instead of 10000^(2i/D)",
-            "layers/positional.py",
-            "xp.arange(0, d_model, 2, dtype=xp.float64)",
-            "xp.arange(0, (d_model + 1) // 2, dtype=xp.float64)"),
+    wrong("gelu_missing_cubic_term", "gelu", "GELU.backward",
+          "GELU: du/dx taken as c, forgetting the derivative of the cubic term",
+          "du_dx = self.C * (1.0 + 3.0 * self.A * x**2)", "du_dx = self.C"),
+    wrong("gelu_tanh_derivative", "gelu", "GELU.backward",
+          "GELU: the derivative of tanh taken as 1 - t instead of 1 - t^2",
+          "(1.0 - t * t)", "(1.0 - t)"),
+    wrong("dropout_without_scale", "dropout", "Dropout.backward",
+          "dropout backward applies the 0/1 mask without its 1 / (1 - p) scale",
+          "dy * mask", "dy * (mask != 0)"),
+    wrong("dropout_scales_twice", "dropout", "Dropout.backward",
+          "dropout backward divides by (1 - p) again (the saved mask is already scaled)",
+          "dy * mask", "dy * mask / (1 - self.p)"),
+    Mistake("dropout_reapply_ignores_mask", "dropout", "Dropout.reapply",
+            "dropout reapply returns x unchanged instead of applying the kept mask", "return x"),
+    wrong("positional_sin_cos_swapped", "positional_encoding", "sinusoidal_table",
+          "positional table: cos in the even columns and sin in the odd ones",
+          "xp.sin(angles)\npe[:, 1::2] = xp.cos(", "xp.cos(angles)\npe[:, 1::2] = xp.sin("),
+    wrong("positional_exponent_i", "positional_encoding", "sinusoidal_table",
+          "positional table: the angle uses 10000^(i/D) instead of 10000^(2i/D)",
+          "xp.arange(0, d_model, 2,", "xp.arange(0, (d_model + 1) // 2,"),
     Mistake("positional_backward_skips_dropout", "positional_encoding",
+            "PositionalEncoding.backward",
             "positional encoding backward returns dy, skipping the dropout's backward",
-            "layers/positional.py",
-            "return self.dropout.backward(dy)                              # (B, T, D)",
             "return dy"),
-    Mistake("attention_value_gradient_ignores_dropout", "attention",
-            "attention: dv computed from the weights before dropout (A, not dropout(A))",
-            "layers/attention.py",
-            "dv = dropped.swapaxes(-1, -2) @ dout", "dv = attn.swapaxes(-1, -2) @ dout"),
-    Mistake("mla_returns_dv", "mla",
-            "latent attention: returns dV as the value gradient (v is k: it must be zeros)",
-            "layers/latent_attention.py",
-            "return self.w_q.backward(dQ), dk, xp.zeros_like(dk)",
-            "return self.w_q.backward(dQ), dk, dV"),
-    Mistake("feedforward_skips_activation", "feedforward",
-            "FeedForward: the activation's backward is skipped",
-            "layers/feedforward.py",
-            "        dh = self.activation.backward(dh)            # (B, T, F)\n", ""),
-    Mistake("embedding_forgets_multiplier", "embedding",
-            "Embedding: the sqrt(D) factor of forward is left out of the gradient",
-            "layers/embedding.py",
-            "        if self.scale:\n            sums *= self.multiplier\n", ""),
-    Mistake("cross_entropy_counts_ignored_rows", "cross_entropy",
-            "cross-entropy: ignored rows counted in the denominator (divides by all N rows)",
-            "losses.py",
-            "(float(dloss) / max(self.num_tokens, 1))", "(float(dloss) / max(valid.size, 1))"),
-    Mistake("cross_entropy_ignored_rows_not_zeroed", "cross_entropy",
-            "cross-entropy: ignored rows keep p - q instead of a zero gradient",
-            "losses.py",
-            "scale = valid.astype(p.dtype) * ", "scale = xp.ones(valid.shape, dtype=p.dtype) * "),
-    Mistake("adam_ignores_l2_decay", "adam",
-            "Adam: the L2 weight decay (g + wd p) is left out",
-            "optim/adam.py",
-            "        if wd and not self.decoupled:\n", "        if False:\n"),
-    Mistake("adamw_decay_rebinds", "adamw",
+    wrong("attention_value_gradient_ignores_dropout", "attention",
+          "scaled_dot_product_attention_backward",
+          "attention: dv computed from the weights before dropout (A, not dropout(A))",
+          "dv = dropped.swapaxes", "dv = attn.swapaxes"),
+    wrong("mla_returns_dv", "mla", "MultiHeadLatentAttention.project_backward",
+          "latent attention: returns dV as the value gradient (v is k: it must be zeros)",
+          "dk, xp.zeros_like(dk)", "dk, dV"),
+    wrong("feedforward_skips_activation", "feedforward", "FeedForward.backward",
+          "FeedForward: the activation's backward is skipped",
+          "dh = self.activation.backward(dh)\n", ""),
+    wrong("embedding_forgets_multiplier", "embedding", "Embedding.backward",
+          "Embedding: the sqrt(D) factor of forward is left out of the gradient",
+          "if self.scale:\n    sums *= self.multiplier\n", ""),
+    wrong("cross_entropy_counts_ignored_rows", "cross_entropy", "CrossEntropyLoss.backward",
+          "cross-entropy: ignored rows counted in the denominator (divides by all N rows)",
+          "max(self.num_tokens, 1)", "max(valid.size, 1)"),
+    wrong("cross_entropy_ignored_rows_not_zeroed", "cross_entropy", "CrossEntropyLoss.backward",
+          "cross-entropy: ignored rows keep p - q instead of a zero gradient",
+          "valid.astype(p.dtype)", "xp.ones(valid.shape, dtype=p.dtype)"),
+    wrong("adam_ignores_l2_decay", "adam", "Adam._update",
+          "Adam: the L2 weight decay (g + wd p) is left out",
+          "if wd and not self.decoupled:", "if False:"),
+    Mistake("adamw_decay_rebinds", "adamw", "AdamW.decay",
             "AdamW: the decay rebinds p (p = p * ...) instead of shrinking it in place",
-            "optim/adam.py",
-            "p *= 1 - self.lr * self.weight_decay", "p = p * (1 - self.lr * self.weight_decay)"),
-    Mistake("adamw_decay_without_lr", "adamw",
+            "p = p * (1 - self.lr * self.weight_decay)"),
+    Mistake("adamw_decay_without_lr", "adamw", "AdamW.decay",
             "AdamW: the decay factor is 1 - wd, without the learning rate",
-            "optim/adam.py",
-            "p *= 1 - self.lr * self.weight_decay", "p *= 1 - self.weight_decay"),
-    Mistake("encoder_block_skips_feed_forward", "encoder_stack",
-            "encoder block: the feed-forward sublayer's backward is given the identity",
-            "models/encoder.py",
-            "self.sublayers[1].backward(dout, self.feed_forward.backward)",
-            "self.sublayers[1].backward(dout, lambda df: df)"),
-    Mistake("decoder_memory_overwritten", "decoder_stack",
-            "decoder: dmemory overwritten by each block instead of summed across the blocks",
-            "models/decoder.py",
-            "dmemory = dmem if dmemory is None else dmemory + dmem", "dmemory = dmem"),
+            "p *= 1 - self.weight_decay"),
+    wrong("encoder_block_skips_feed_forward", "encoder_stack", "EncoderBlock.backward",
+          "encoder block: the feed-forward sublayer's backward is given the identity",
+          "self.feed_forward.backward)", "lambda df: df)"),
+    wrong("decoder_memory_overwritten", "decoder_stack", "Decoder.backward",
+          "decoder: dmemory overwritten by each block instead of summed across the blocks",
+          "sum(dmemories)", "dmemories[-1]"),
 ]

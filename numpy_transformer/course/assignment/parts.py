@@ -1,7 +1,7 @@
 """Scoring a part: the reference's results, the comparison with a student's, the points.
 
 For each part, `reference_results(part)` runs every task of its checks on this
-package (the reference), drawing the input arrays (scenarios.Draw): it returns
+package (the reference), drawing the input arrays (harness.Draw): it returns
 the tasks (with ids), the inputs to send to the student's worker and the
 expected outputs. `score_part` compares what the worker returned with those,
 array by array, here in the teacher's process:
@@ -21,15 +21,18 @@ from functools import lru_cache
 
 import numpy as np
 
-from .registry import CHECKS, PARTS, TITLES, validate_parts  # noqa: F401
-from .scenarios import Draw, Package, Read, run_task
+from ...gradcheck_cases import Package
+from . import checks_layers, checks_models, checks_training
+from .harness import Draw, Read, run_task
+from .registry import PARTS, TITLES, validate_parts  # noqa: F401
 
 REFERENCE = __name__.split(".")[0]          # this package: the reference solution
 STATES = ("ok", "not implemented", "error")   # of a task, as the worker reports it
+CHECKS = {part: [c for c in checks_layers.CHECKS + checks_models.CHECKS + checks_training.CHECKS
+                 if c.part == part] for part in PARTS}     # part -> its checks, in order
 
 
 def max_points(part):
-    _load_checks()
     return sum(c.points for c in CHECKS[part])
 
 
@@ -66,11 +69,6 @@ class PartResult:
                    d.get("message", ""), checks)
 
 
-def _load_checks():
-    """Import the checks, which register themselves (checks_*.py)."""
-    from . import checks_layers, checks_models, checks_training  # noqa: F401
-
-
 @dataclass(frozen=True)
 class Reference:
     tasks: list        # [{"id", "kind", "args"}], what the worker runs
@@ -81,7 +79,6 @@ class Reference:
 @lru_cache(maxsize=None)
 def reference_results(part):
     """Run every task of `part` on the reference package (cached: it is deterministic)."""
-    _load_checks()
     pkg, tasks, inputs, expected = Package(REFERENCE), [], {}, {}
     for i, c in enumerate(CHECKS[part]):
         for j, spec in enumerate(c.tasks):
@@ -172,7 +169,6 @@ def c_expected(c, index, j):
 
 def score_part(part, outputs, status):
     """PartResult of `part` from the worker's outputs and per-task status."""
-    _load_checks()
     results = [score_check(c, i, outputs, status) for i, c in enumerate(CHECKS[part])]
     stubs = [r for r in results if r.message.startswith("not implemented: ")]
     if stubs and len(stubs) == len(results):

@@ -1,12 +1,11 @@
-"""The assignment's parts and the registry of their checks (filled by checks_*.py).
+"""The assignment's parts, and what a check of a part is (the checks: checks_*.py).
 
-A check is worth points in one part and consists of tasks (scenarios.py): plain
+A check is worth points in one part and consists of tasks (harness.py): plain
 data naming a scenario, its arguments and the seed of its arrays. The grader
 runs each task on the reference package (drawing the arrays) and, in a worker
 process, on the student's (reading the same arrays), and compares the returned
 arrays. A check scores its points only when every compared array agrees.
-Kept apart from parts.py so that the checks import the registry and parts.py
-imports the checks, without a cycle.
+Each checks_*.py holds a list CHECKS of them; parts.py puts the lists together.
 """
 
 from dataclasses import dataclass
@@ -39,8 +38,6 @@ TITLES = {
 TOLERANCE = 1e-8
 EXACT = ("the reference's arrays to rounding, rel err ~1e-15 (pass <= 1e-8)")
 
-CHECKS = {part: [] for part in PARTS}
-
 
 @dataclass
 class Check:
@@ -60,10 +57,10 @@ def task(kind, seed, **args):
 
 
 def check(part, name, points, tasks, why, keys=()):
-    """Register a check of `part` worth `points`."""
-    if part not in CHECKS:
+    """A check of `part` worth `points`; InputError for an unknown part."""
+    if part not in PARTS:
         raise InputError(f"unknown part {part!r}")
-    CHECKS[part].append(Check(part, name, points, list(tasks), why, tuple(keys)))
+    return Check(part, name, points, list(tasks), why, tuple(keys))
 
 
 def validate_parts(parts):

@@ -3,10 +3,10 @@
     with Harness() as harness:
         outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
 
-`Harness` copies the harness files (worker.py, scenarios*.py, standins.py, repair.py:
-NumPy-only code, no reference solution) into a temporary folder, so that the
-worker loads them from there and never sees this package. `run` writes the
-part's tasks and input arrays, starts
+`Harness` copies the harness files (worker.py, harness.py, steps.py, scenarios_*.py,
+standins.py, repair.py: NumPy-only code, no reference solution) into a temporary folder,
+so that the worker loads them from there and never sees this package. `run` writes
+the part's tasks and input arrays, starts
 
     python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json NUMPY_HOME
 
@@ -42,8 +42,8 @@ from ...system.files import read_json
 from .sandbox import isolation
 
 HERE = Path(__file__).resolve().parent
-HARNESS_FILES = ("worker.py", "scenarios.py", "scenarios_layers.py", "scenarios_models.py",
-                 "standins.py", "repair.py")
+HARNESS_FILES = ("worker.py", "harness.py", "steps.py", "scenarios_layers.py",
+                 "scenarios_models.py", "standins.py", "repair.py")
 NUMPY_HOME = str(Path(np.__file__).resolve().parents[1])    # the folder NumPy is installed in
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read

@@ -1,4 +1,4 @@
-"""Scenarios of the layer and training parts (see scenarios.py for what a scenario is).
+"""Scenarios of the layer and training parts (harness.py: what a scenario is, and their table).
 
 Each returns the forward output "out", the input gradients "dx.i", the parameter
 gradients "grad.<name>" (and "inplace": no gradient array was replaced) of
@@ -7,24 +7,21 @@ one forward and backward on the teacher's arrays. Harness code: NumPy only.
 
 import numpy as np
 
-from .scenarios import forward_backward, restore, scenario, set_parameters, swap
-from .standins import kit
+from .steps import forward_backward, map_standin, restore, set_parameters, stand, swap
 
 
-@scenario("linear")
 def linear(pkg, source, d_in, d_out, lead, bias=True, prefill=False):
-    layer = pkg.cls("layers.linear", "Linear")(d_in, d_out, bias=bias)
+    layer = pkg.module("layers.linear").Linear(d_in, d_out, bias=bias)
     set_parameters(layer, source)
     x = source.normal("x", (*lead, d_in))
     return forward_backward(layer, source, (x,), count=1, prefill=prefill)
 
 
-@scenario("tied_linear")
 def tied_linear(pkg, source, vocab, d_model, lead):
     """A TiedLinear sharing an Embedding's matrix; the shared gradient already holds what
     the embedding's own backward added (prefilled), so it must be ADDED to."""
-    embedding = pkg.cls("layers.embedding", "Embedding")(vocab, d_model)
-    tied = pkg.cls("layers.linear", "TiedLinear")(embedding)
+    embedding = pkg.module("layers.embedding").Embedding(vocab, d_model)
+    tied = pkg.module("layers.linear").TiedLinear(embedding)
     set_parameters(tied, source)
     x = source.normal("x", (*lead, d_model))
     found = forward_backward(tied, source, (x,), count=1, prefill=True)
@@ -32,23 +29,20 @@ def tied_linear(pkg, source, vocab, d_model, lead):
     return found
 
 
-@scenario("embedding")
 def embedding(pkg, source, vocab, d_model, ids, scale=True, prefill=False):
-    layer = pkg.cls("layers.embedding", "Embedding")(vocab, d_model, scale=scale)
+    layer = pkg.module("layers.embedding").Embedding(vocab, d_model, scale=scale)
     set_parameters(layer, source)
     token_ids = source.given("ids", np.asarray(ids)).astype(np.int64)
     return forward_backward(layer, source, (token_ids,), prefill=prefill)
 
 
-@scenario("layernorm")
 def layernorm(pkg, source, d_model, lead, shift=0.0, prefill=False):
-    layer = pkg.cls("layers.normalization", "LayerNorm")(d_model)
+    layer = pkg.module("layers.normalization").LayerNorm(d_model)
     set_parameters(layer, source)
     x = source.normal("x", (*lead, d_model), scale=2.0) + shift
     return forward_backward(layer, source, (x,), count=1, prefill=prefill)
 
 
-@scenario("softmax")
 def softmax(pkg, source, shape, axis=-1, mask=None):
     """softmax_backward(dp, p, axis) on p = softmax(x, axis, mask) (the forward is given)."""
     module = pkg.module("layers.softmax")
@@ -60,58 +54,47 @@ def softmax(pkg, source, shape, axis=-1, mask=None):
     return {"out": p, "dx.0": module.softmax_backward(dp, p, axis=axis)}
 
 
-@scenario("gelu")
 def gelu(pkg, source, shape, scale=2.0):
-    layer = pkg.cls("layers.activations", "GELU")()
+    layer = pkg.module("layers.activations").GELU()
     return forward_backward(layer, source, (source.normal("x", shape, scale),), count=1)
 
 
-@scenario("dropout")
 def dropout(pkg, source, p, shape, mask_seed, training=True):
     """Dropout(p) with a seeded mask: backward, and reapply of another array."""
-    layer = pkg.cls("layers.dropout", "Dropout")(p, rng=np.random.default_rng(mask_seed))
+    layer = pkg.module("layers.dropout").Dropout(p, rng=np.random.default_rng(mask_seed))
     layer.train(training)
     found = forward_backward(layer, source, (source.normal("x", shape),), count=1)
     found["reapplied"] = layer.reapply(source.normal("x2", shape))
     return found
 
 
-@scenario("positional_encoding")
 def positional_encoding(pkg, source, d_model, max_len, lead):
     """The sinusoidal table, and PositionalEncoding's backward around a stand-in dropout."""
     module = pkg.module("layers.positional")
     table = module.sinusoidal_table(max_len, d_model)
     layer = module.PositionalEncoding(d_model, max_len, dropout=0.0)
     T = lead[-1]
-    layer.dropout = kit(pkg.cls("module", "Module"))["Scale"](
-        source.normal("standin.dropout", (T, d_model)))
+    layer.dropout = stand(pkg)["Scale"](source.normal("standin.dropout", (T, d_model)))
     found = forward_backward(layer, source, (source.normal("x", (*lead, d_model)),), count=1)
     return {"table": table, **found}
 
 
-def map_standin(pkg, source, name, d_in, d_out):
-    A = source.normal(f"standin.{name}.A", (d_in, d_out), scale=d_in ** -0.5)
-    return kit(pkg.cls("module", "Module"))["Map"](A, source.normal(f"standin.{name}.b", (d_out,)))
-
-
-@scenario("feedforward")
 def feedforward(pkg, source, d_model, d_ff, lead, activation="relu"):
     """FeedForward.backward with stand-ins for both Linears, the activation and the dropout."""
-    layer = pkg.cls("layers.feedforward", "FeedForward")(d_model, d_ff, activation=activation)
-    stand = kit(pkg.cls("module", "Module"))
+    layer = pkg.module("layers.feedforward").FeedForward(d_model, d_ff, activation=activation)
+    kit = stand(pkg)
     layer.linear_1 = map_standin(pkg, source, "linear_1", d_model, d_ff)
-    layer.activation = stand["Elementwise"]()
-    layer.dropout = stand["Scale"](source.normal("standin.dropout", (d_ff,)))
+    layer.activation = kit["Elementwise"]()
+    layer.dropout = kit["Scale"](source.normal("standin.dropout", (d_ff,)))
     layer.linear_2 = map_standin(pkg, source, "linear_2", d_ff, d_model)
     x = source.normal("x", (*lead, d_model))
     return forward_backward(layer, source, (x,), count=1)
 
 
-@scenario("cross_entropy")
 def cross_entropy(pkg, source, targets, vocab, dloss=1.0, ignore_index=None, smoothing=0.0,
                   uniform=False):
-    loss = pkg.cls("losses", "CrossEntropyLoss")(ignore_index=ignore_index,
-                                                 label_smoothing=smoothing)
+    loss = pkg.module("losses").CrossEntropyLoss(ignore_index=ignore_index,
+                                                label_smoothing=smoothing)
     t = source.given("targets", np.asarray(targets)).astype(np.int64)
     shape = (*t.shape, vocab)
     logits = np.zeros(shape) if uniform else source.normal("logits", shape, scale=2.0)
@@ -120,18 +103,17 @@ def cross_entropy(pkg, source, targets, vocab, dloss=1.0, ignore_index=None, smo
 
 
 def one_parameter_model(pkg, source, shapes):
-    model = pkg.cls("module", "Module")()
+    model = pkg.module("module").Module()
     model.params = {name: source.normal(f"param.{name}", shape) for name, shape in shapes.items()}
     model.grads = {name: np.zeros(shape) for name, shape in shapes.items()}
     return model
 
 
-@scenario("adam")
 def adam(pkg, source, steps, hyper, shapes):
     """`steps` Adam updates with drawn gradients of several scales; returns every update."""
     model = one_parameter_model(pkg, source, shapes)
     arrays = dict(model.params)
-    optimizer = pkg.cls("optim.adam", "Adam")(model, **hyper)
+    optimizer = pkg.module("optim.adam").Adam(model, **hyper)
     found = {}
     for step in range(steps):
         for name, shape in shapes.items():
@@ -145,11 +127,10 @@ def adam(pkg, source, steps, hyper, shapes):
     return found
 
 
-@scenario("adamw_decay")
 def adamw_decay(pkg, source, lrs, weight_decay, shape):
     """AdamW.decay(p) on one parameter, once per learning rate (a schedule changes lr)."""
     model = one_parameter_model(pkg, source, {"w": shape})
-    optimizer = pkg.cls("optim.adam", "AdamW")(model, lr=lrs[0], weight_decay=weight_decay)
+    optimizer = pkg.module("optim.adam").AdamW(model, lr=lrs[0], weight_decay=weight_decay)
     p, found, undo = model.params["w"], {}, []
     try:
         for i, lr in enumerate(lrs):

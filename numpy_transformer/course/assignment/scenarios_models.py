@@ -1,4 +1,4 @@
-"""Scenarios of the attention parts and of the encoder and decoder stacks (see scenarios.py).
+"""Scenarios of the attention parts and of the encoder and decoder stacks (table: harness.py).
 
 Each runs the part's own code with every sub-layer of another part replaced by
 a stand-in (standins.py): the attention kernel gets a stand-in softmax
@@ -12,16 +12,9 @@ compared. Harness code: NumPy only.
 import numpy as np
 
 from . import standins
-from .scenarios import forward_backward, grads, restore, scenario, swap_everywhere
-from .scenarios_layers import map_standin
-from .standins import kit
+from .steps import forward_backward, grads, map_standin, restore, stand, swap_everywhere
 
 
-def stand(pkg):
-    return kit(pkg.cls("module", "Module"))
-
-
-@scenario("attention")
 def attention(pkg, source, shape_q, keys, mask=None, dropout=False):
     """scaled_dot_product_attention_backward with a stand-in softmax backward (and dropout)."""
     module = pkg.module("layers.attention")
@@ -52,11 +45,10 @@ def attention_inputs(source, batch, queries, keys, d_model, self_attention):
     return q, source.normal("k", (batch, keys, d_model)), source.normal("v", (batch, keys, d_model))
 
 
-@scenario("multihead_attention")
 def multihead_attention(pkg, source, d_model, heads, batch, queries, keys,
                         self_attention=False, prefill=False):
     """MultiHeadAttention with stand-in projections and a stand-in attention kernel."""
-    layer = pkg.cls("layers.attention", "MultiHeadAttention")(d_model, heads)
+    layer = pkg.module("layers.attention").MultiHeadAttention(d_model, heads)
     for name in ("w_q", "w_k", "w_v", "w_o"):
         setattr(layer, name, map_standin(pkg, source, name, d_model, d_model))
     inputs = attention_inputs(source, batch, queries, keys, d_model, self_attention)
@@ -72,10 +64,9 @@ def multihead_attention(pkg, source, d_model, heads, batch, queries, keys,
         restore(undo)
 
 
-@scenario("mla_project")
 def mla_project(pkg, source, d_model, heads, latent, batch, queries, keys):
     """MultiHeadLatentAttention.project_backward with stand-in projections."""
-    layer = pkg.cls("layers.latent_attention", "MultiHeadLatentAttention")(
+    layer = pkg.module("layers.latent_attention").MultiHeadLatentAttention(
         d_model, heads, latent_dim=latent, bias=True)
     D, L = d_model, latent
     for name, d_in, d_out in (("w_q", D, D), ("w_kv_compress", D, L),
@@ -115,11 +106,12 @@ def stack(pkg, source, decoder, layers, d_model, norm_first, block_only):
     """An Encoder or Decoder (or one block of it) with stand-ins for every child."""
     dotted, name = ("models.decoder", "Decoder") if decoder else ("models.encoder", "Encoder")
     attentions = ("self_attn", "cross_attn") if decoder else ("self_attn",)
+    module = pkg.module(dotted)
     if block_only:
-        block = pkg.cls(dotted, name + "Block")(d_model, 2, 2 * d_model, norm_first=norm_first)
+        block = getattr(module, name + "Block")(d_model, 2, 2 * d_model, norm_first=norm_first)
         block_standins(pkg, source, block, "", d_model, attentions)
         return block
-    model = pkg.cls(dotted, name)(layers, d_model, 2, 2 * d_model, norm_first=norm_first)
+    model = getattr(module, name)(layers, d_model, 2, 2 * d_model, norm_first=norm_first)
     for i, block in enumerate(model.layers):
         block_standins(pkg, source, block, f"layers.{i}.", d_model, attentions)
     if model.norm is not None:
@@ -127,14 +119,12 @@ def stack(pkg, source, decoder, layers, d_model, norm_first, block_only):
     return model
 
 
-@scenario("encoder")
 def encoder(pkg, source, layers, d_model, batch, length, norm_first, block_only=False):
     model = stack(pkg, source, False, layers, d_model, norm_first, block_only)
     x = source.normal("x", (batch, length, d_model))
     return forward_backward(model, source, (x,), count=1)
 
 
-@scenario("decoder")
 def decoder(pkg, source, layers, d_model, batch, length, memory_length, norm_first,
             block_only=False):
     model = stack(pkg, source, True, layers, d_model, norm_first, block_only)

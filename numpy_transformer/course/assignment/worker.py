@@ -1,7 +1,8 @@
 """The grading worker: runs one part's tasks on a student's package, in a process of its own.
 
-The teacher's process (runner.py) copies the harness files (this file,
-scenarios*.py, standins.py, repair.py) into a fresh folder and starts, once per part,
+The teacher's process (runner.py) copies the harness files (this file, harness.py,
+steps.py, scenarios_*.py, standins.py, repair.py) into a fresh folder and starts, once per
+part,
 
     python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json \
         NUMPY_HOME
@@ -13,12 +14,13 @@ site-packages and the script's folder out, and `isolate()` drops the
 editable-install finders and puts first a finder that finds numpy_transformer
 in the student's folder only (even where the grader is installed beside NumPy,
 in site-packages). The harness is loaded from its copy as the package
-`_nt_harness`; no reference code is ever imported here. The student's files
+`_nt_harness`; no reference code is ever imported here. The package is reached
+through its own gradcheck_cases.Package (the student's). The student's files
 are loaded with repair.py's loader, so that a syntax error inside a solution
 region costs that region's part only, and the modules a failed task left
 half-imported are dropped before the next task.
 
-Each task (scenarios.py) runs on the teacher's arrays from INPUTS.npz; its
+Each task (harness.py) runs on the teacher's arrays from INPUTS.npz; its
 output arrays go to OUTPUTS.npz and a short status per task (ok, not
 implemented, or the error) to STATUS.json. The teacher compares the arrays
 with its own reference results: nothing printed, written elsewhere or faked
@@ -83,7 +85,7 @@ def load_harness(folder):
     package = importlib.util.module_from_spec(spec)
     sys.modules[HARNESS] = package
     spec.loader.exec_module(package)
-    return importlib.import_module(f"{HARNESS}.scenarios")
+    return importlib.import_module(f"{HARNESS}.harness")
 
 
 def describe(error):
@@ -91,16 +93,15 @@ def describe(error):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def run_tasks(scenarios, tasks, inputs):
-    """Run every task; returns ({"<task id>.<name>": array}, {task id: status})."""
-    pkg = scenarios.Package("numpy_transformer")
+def run_tasks(harness, pkg, tasks, inputs):
+    """Run every task on `pkg`; returns ({"<task id>.<name>": array}, {task id: status})."""
     outputs, status = {}, {}
     for task in tasks:
         prefix = task["id"] + "."
         arrays = {k[len(prefix):]: inputs[k] for k in inputs.files if k.startswith(prefix)}
         loaded = set(sys.modules)
         try:
-            found = scenarios.run_task(pkg, task, scenarios.Read(arrays))
+            found = harness.run_task(pkg, task, harness.Read(arrays))
         except NotImplementedError as stub:
             status[task["id"]] = {"state": "not implemented",
                                   "message": (str(stub) or "NotImplementedError")[:300]}
@@ -136,14 +137,14 @@ def write_results(outputs_path, outputs, status_path, status):
 
 def main(argv):
     student_root, tasks_path, inputs_path, outputs_path, status_path, numpy_home = argv
-    harness = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.dirname(os.path.abspath(__file__))
     student_root = os.path.realpath(student_root)
     own_session()
     finder = isolate(student_root)
     if numpy_home not in sys.path:            # NumPy where the teacher's process found it
         sys.path.append(numpy_home)           # (-I leaves out a user site-packages)
     import numpy as np
-    scenarios = load_harness(harness)
+    harness = load_harness(folder)
     finder.loader = importlib.import_module(f"{HARNESS}.repair").RepairingLoader
     with open(tasks_path, encoding="utf-8") as file:
         tasks = json.load(file)
@@ -153,7 +154,8 @@ def main(argv):
         where = os.path.realpath(os.path.dirname(numpy_transformer.__file__))
         if where != os.path.join(student_root, "numpy_transformer"):
             raise ImportError(f"numpy_transformer came from {where}, not from {student_root}")
-        outputs, status = run_tasks(scenarios, tasks, inputs)
+        pkg = importlib.import_module("numpy_transformer.gradcheck_cases").Package()
+        outputs, status = run_tasks(harness, pkg, tasks, inputs)
     except Exception as error:                                      # noqa: BLE001
         outputs, status = {}, {"fatal": {"state": "error", "message": describe(error)}}
     write_results(outputs_path, outputs, status_path, status)

@@ -1,0 +1,99 @@
+"""The steps the scenarios share (scenarios_layers.py, scenarios_models.py; table in harness.py).
+
+Setting parameters from a source, one forward and backward with the gradients it
+returns or adds, swapping functions of the package under test for stand-ins and
+back, and the stand-in modules built for that package's Module class.
+
+Harness code: imports nothing but NumPy and the other harness files, because
+the worker loads it by path (worker.py).
+"""
+
+import numpy as np
+
+from .standins import kit
+
+
+class TaskError(Exception):
+    """A task the worker could not run as asked (a missing or mis-shaped array)."""
+
+
+def stand(pkg):
+    """The stand-in classes (standins.py) as subclasses of the package's Module."""
+    return kit(pkg.module("module").Module)
+
+
+def map_standin(pkg, source, name, d_in, d_out):
+    """A stand-in Map (in place of a Linear) with drawn A and b."""
+    A = source.normal(f"standin.{name}.A", (d_in, d_out), scale=d_in ** -0.5)
+    return stand(pkg)["Map"](A, source.normal(f"standin.{name}.b", (d_out,)))
+
+
+def set_parameters(module, source, scale=0.5):
+    """Every parameter of `module` from the source, by its dotted name."""
+    for name, param, _ in module.named_parameters():
+        param[...] = source.normal(f"param.{name}", param.shape, scale)
+
+
+def prefill_grads(module, source):
+    """Random values already in every gradient (what earlier backward calls added)."""
+    for name, _, grad in module.named_parameters():
+        grad[...] = source.normal(f"grad0.{name}", grad.shape)
+
+
+def grads(module):
+    """{"grad.<name>": copy} of every parameter gradient."""
+    return {f"grad.{name}": grad.copy() for name, _, grad in module.named_parameters()}
+
+
+def grad_arrays(module):
+    """{(id of the owning module, key): the gradient array itself}, to see replaced arrays."""
+    return {(id(m), k): g for _, m in module.named_modules() for k, g in m.grads.items()}
+
+
+def input_grads(returned, count):
+    """{"dx.0": ..., "dx.1": ...} from what a backward returned (one array or a tuple)."""
+    if not isinstance(returned, tuple):
+        returned = (returned,)
+    if len(returned) != count:
+        raise TypeError(f"backward returned {len(returned)} gradient(s), expected {count}")
+    return {f"dx.{i}": g for i, g in enumerate(returned)}
+
+
+def forward_backward(module, source, inputs, kwargs=None, count=None, prefill=False):
+    """forward(*inputs, **kwargs), backward(dout) with a drawn dout; returns the outputs:
+    "out", the input gradients "dx.i" and the parameter gradients "grad.<name>"."""
+    module.zero_grad()
+    if prefill:
+        prefill_grads(module, source)
+    before = grad_arrays(module)
+    out = module.forward(*inputs, **(kwargs or {}))
+    dout = source.normal("dout", np.shape(out))
+    returned = module.backward(dout)
+    after = grad_arrays(module)
+    found = {"out": out, **grads(module),
+             "inplace": np.array(after.keys() == before.keys()
+                                 and all(after[k] is g for k, g in before.items()))}
+    if count is not None:
+        found.update(input_grads(returned, count))
+    return found
+
+
+def swap(owner, name, value, undo):
+    """setattr(owner, name, value), remembering the old value in `undo` (restore())."""
+    undo.append((owner, name, getattr(owner, name)))
+    setattr(owner, name, value)
+
+
+def swap_everywhere(pkg, modules, name, value, undo):
+    """Replace the function `name` of pkg.module(modules[0]) in every listed module that
+    holds that same function (a student may import it by name or call it through its module)."""
+    original = getattr(pkg.module(modules[0]), name)
+    for dotted in modules:
+        mod = pkg.module(dotted)
+        if getattr(mod, name, None) is original:
+            swap(mod, name, value, undo)
+
+
+def restore(undo):
+    for owner, name, value in reversed(undo):
+        setattr(owner, name, value)
