@@ -84,7 +84,7 @@ def measure(config, steps):
         trainer.train_step()
         seconds = time.perf_counter() - start
         if i >= WARMUP:
-            rows.append((seconds, *(getattr(trainer, "seconds", {}).get(k, 0.0)
+            rows.append((seconds, *(getattr(trainer.gradient_sync, "seconds", {}).get(k, 0.0)
                                     for k in ("allreduce", "copy"))))
     transfer = 0.0
     if comm is not None:

@@ -103,7 +103,9 @@ def test_a_training_step_sends_nothing_back_and_stays_in_float32(device):
 def test_losses_come_back_once_per_log_line_and_are_checked(device):
     trainer = _trainer(steps=12, log_every=6)
     trainer._loop()
-    trainer._flush()
+    assert device.stats.transfers == 2, "the losses came back more often than at steps 6, 12"
+    trainer.flush()                                    # nothing waits: no transfer
+    assert device.stats.transfers == 2
     losses = [row["loss"] for row in trainer.history.train]
     assert len(losses) == 12 and all(isinstance(v, float) and np.isfinite(v) for v in losses)
 

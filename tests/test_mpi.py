@@ -126,7 +126,9 @@ def test_shards_cover_the_batch_and_weigh_by_tokens(float64):
 
     def shard(comm):
         trainer = DataParallelTrainer(*build("seq2seq"), comm=comm, log=None)
-        return trainer.shard(inputs, targets)
+        shard_inputs, shard_targets, _, weight = trainer.gradient_sync.shard(
+            inputs, targets, ntokens, trainer.loss_fn.ignore_index)
+        return shard_inputs, shard_targets, weight
 
     shards = run_ranks(shard, 3)
     assert [len(s[1]) for s in shards] == [5, 5, 6]                 # B = 16 over 3 ranks
@@ -179,7 +181,7 @@ def test_too_small_a_batch_for_the_ranks_is_refused():
     from numpy_transformer.training.thread_ranks import run_ranks
     model, stream = build("lm")
     stream.batch_size = 2
-    with pytest.raises(InputError, match="--batch-size: expected at least one sequence for each "
+    with pytest.raises(InputError, match="batch_size: expected at least one sequence for each "
                                          "of the 3 ranks, got 2"):
         run_ranks(lambda comm: DataParallelTrainer(model, stream, comm=comm), 3)
 

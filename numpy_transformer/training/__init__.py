@@ -7,15 +7,22 @@ under MPI (distributed.py, mpi_world.py; thread_ranks.py runs ranks as threads).
     trainer = Trainer(model, PairStream.from_task(task, tok, 64), TrainConfig(steps=3000),
                       out="runs/reverse", evaluate=..., best_metric="exact_match")
     result = trainer.fit()
+
+The Trainer's parts, each replaceable: a Checkpointer (checkpoints.py), a GradientSync
+(OneProcess, gradient_sync.py; AllReduce, distributed.py) and a HostSync (host_sync.py).
 """
 
 from ..errors import TrainingDiverged
+from .checkpoints import Checkpointer
 from .config import TrainConfig
-from .distributed import DataParallelTrainer
+from .distributed import AllReduce, DataParallelTrainer
+from .gradient_sync import OneProcess
+from .host_sync import HostSync
 from .loop import Trainer, TrainResult
 from .run_folder import RunFolder
 from .state import History
 from .streams import PairStream, TextStream
 
 __all__ = ["Trainer", "TrainResult", "TrainConfig", "TrainingDiverged", "PairStream",
-           "TextStream", "History", "RunFolder", "DataParallelTrainer"]
+           "TextStream", "History", "RunFolder", "DataParallelTrainer", "Checkpointer",
+           "OneProcess", "AllReduce", "HostSync"]

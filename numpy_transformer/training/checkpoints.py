@@ -1,12 +1,23 @@
-"""The Trainer's run folder, checkpoints and resuming (a mixin of loop.Trainer).
+"""The Trainer's run folder, its checkpoints and resuming.
 
-    save_checkpoint(name)   out/<name> + history.json; refuses non-finite weights
-                            (and out/step-<N>.npz of the last `keep_last` saves of last.npz);
+    checkpointer = Checkpointer(out="runs/reverse", overwrite=False)
+    trainer = Trainer(model, stream, config, checkpointer=checkpointer)   # or out=...
+
+A Checkpointer is the part of a Trainer (loop.py) that writes; the Trainer calls
+
+    claim(trainer)          lock `out`, write the tokenizers and config.json; a run resumed
+                            from an earlier checkpoint may not replace its later ones
+    save(trainer, name)     out/<name> + history.json; refuses non-finite weights (and
+                            out/step-<N>.npz of the last `keep_last` saves of last.npz);
                             a write that fails (a full disk) names its file and the last
                             good checkpoint
-    claim_out()             lock `out`, write the tokenizers and config.json; a run resumed
-                            from an earlier checkpoint may not replace its later ones
-    resume(checkpoint)      continue exactly where a checkpoint left off
+    save_history(history)   out/history.json alone (a run that diverged)
+    resumed(path, step)     the run continues from the checkpoint `path` of `step`
+    release()               unlock `out` (fit() does, when it returns)
+
+and reads `last`: (path, step) of the last good last.npz, or None. With out=None it
+writes nothing. `run_state(trainer)` is what a checkpoint keeps besides the weights and
+the optimizer; `restore(trainer, checkpoint)` puts a checkpoint's state back into a Trainer.
 """
 
 import contextlib
@@ -18,23 +29,40 @@ from ..checkpoint import load_checkpoint, save_checkpoint
 from ..errors import InputError
 from ..validation import message
 from .run_folder import RunFolder, step_files
-from .state import History, generator_states, load_generator_states
+from .state import History, diverged, generator_states, load_generator_states
 
 
-class Checkpoints:
-    """What a Trainer (loop.py) does with its run folder; uses its model, optimizer,
-    stream, history, config and out."""
+class Checkpointer:
+    def __init__(self, out=None, overwrite=False):
+        self.out, self.overwrite = out, overwrite
+        self.last = None             # (path, step) of the last good last.npz
+        self.folder = None           # the RunFolder, locked while a fit() runs
+        self.claimed = False         # claimed before: a later fit() continues in it
+        self.resumed_from = None     # the folder of the checkpoint the run resumed from
 
-    def _metadata(self):
-        return {**self.metadata, "step": self.step, "run_id": self.run_id,
-                "train_config": asdict(self.config),
-                "data_state": self.stream.state_dict(),
-                "dropout_states": generator_states(self.model),
-                "best": {"metric": self.best_metric, "value": self.best},
-                "training_seconds": round(self.training_seconds, 3),
-                "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
+    def claim(self, trainer):
+        """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
+        Held until `release`; claiming it again meanwhile does nothing."""
+        if self.out is None or self.folder is not None:
+            return
+        here = os.path.realpath(self.out)
+        in_place = self.resumed_from == here and not self.claimed   # resumed from here
+        self.folder = RunFolder(self.out).claim(resuming=self.claimed or in_place,
+                                                overwrite=self.overwrite,
+                                                step=trainer.step if in_place else None)
+        self.claimed = True
+        for name, tokenizer in trainer.tokenizers.items():
+            tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
+        self.folder.write_json("config.json", {
+            "model_class": type(trainer.model).__name__, "model": trainer.model.config.to_dict(),
+            "train": asdict(trainer.config), "run_id": trainer.run_id, **trainer.metadata})
 
-    def save_checkpoint(self, name="last.npz"):
+    def release(self):
+        if self.folder is not None:
+            self.folder.release()
+            self.folder = None
+
+    def save(self, trainer, name="last.npz"):
         """Write out/<name> and out/history.json; returns the path (None without `out`).
 
         Refuses (TrainingDiverged) when a weight is NaN or infinite, so every
@@ -42,39 +70,50 @@ class Checkpoints:
         """
         if self.out is None:
             return None
-        self._flush()                                # the history up to this step
-        if not all(bool(xp.isfinite(p).all()) for _, p, _ in self.model.named_parameters()):
-            self._diverged("a weight became NaN or infinite", self.step)
-        path = os.path.join(self.out, name)
+        model = trainer.model
+        if not all(bool(xp.isfinite(p).all()) for _, p, _ in model.named_parameters()):
+            raise diverged(trainer.step, "a weight became NaN or infinite", self.kept())
+        path, metadata = os.path.join(self.out, name), run_state(trainer)
         with self._writing(path):
-            save_checkpoint(path, self.model, self.optimizer, **self._metadata())
-        history = os.path.join(self.out, "history.json")
-        with self._writing(history):
-            self.history.save(history)
+            save_checkpoint(path, model, trainer.optimizer, **metadata)
+        self.save_history(trainer.history)
         if name == "last.npz":
-            self.last_checkpoint = (path, self.step)
-            if self.config.keep_last:
-                self._keep_last(self.config.keep_last)
+            self.last = (path, trainer.step)
+            if trainer.config.keep_last:
+                self._keep_last(trainer, metadata, trainer.config.keep_last)
         return path
 
-    def _keep_last(self, K):
+    def save_history(self, history):
+        if self.out is not None:
+            path = os.path.join(self.out, "history.json")
+            with self._writing(path):
+                history.save(path)
+
+    def _keep_last(self, trainer, metadata, K):
         """out/step-<step>.npz too; of those, keep the K latest up to this step.
 
         Files of later steps are left by a run resumed from an earlier checkpoint: like
         its last.npz, they belong to the future this run rewrites, and go."""
-        path = os.path.join(self.out, f"step-{self.step}.npz")
+        step = trainer.step
+        path = os.path.join(self.out, f"step-{step}.npz")
         with self._writing(path):
-            save_checkpoint(path, self.model, self.optimizer, **self._metadata())
+            save_checkpoint(path, trainer.model, trainer.optimizer, **metadata)
         saved = step_files(self.out)                    # [(step, path)], by step
-        done = [path for step, path in saved if step <= self.step]
-        for path in done[:-K] + [path for step, path in saved if step > self.step]:
+        done = [path for n, path in saved if n <= step]
+        for path in done[:-K] + [path for n, path in saved if n > step]:
             os.remove(path)
+
+    def resumed(self, path, step):
+        """The run continues from the checkpoint `path` (None: one loaded elsewhere)."""
+        if path is not None:
+            self.resumed_from = os.path.dirname(os.path.realpath(path))
+            self.last = (str(path), step)
 
     def kept(self):
         """Which checkpoint is the last good one, in words."""
-        if self.last_checkpoint is None:
+        if self.last is None:
             return "no checkpoint had been written yet"
-        path, step = self.last_checkpoint
+        path, step = self.last
         return f"the last good checkpoint is {path} (step {step})"
 
     @contextlib.contextmanager
@@ -88,55 +127,48 @@ class Checkpoints:
             raise OSError(err.errno, f"could not write it ({reason}); {self.kept()}",
                           path) from err
 
-    def claim_out(self):
-        """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
 
-        fit() does this itself; call it earlier to fail before anything else happens.
-        The lock is held until fit() returns."""
-        if self.out is None:
-            return
-        here = os.path.realpath(self.out)
-        in_place = self._resumed_from == here and not self._owns_out   # resumed from here
-        resuming = self._owns_out or in_place
-        self._folder = RunFolder(self.out).claim(resuming=resuming, overwrite=self.overwrite,
-                                                 step=self.step if in_place else None)
-        self._owns_out = True
-        for name, tokenizer in self.tokenizers.items():
-            tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
-        self._folder.write_json("config.json", {
-            "model_class": type(self.model).__name__, "model": self.model.config.to_dict(),
-            "train": asdict(self.config), "run_id": self.run_id, **self.metadata})
+def run_state(trainer):
+    """What a checkpoint keeps besides weights and optimizer: enough to resume exactly."""
+    return {**trainer.metadata, "step": trainer.step, "run_id": trainer.run_id,
+            "train_config": asdict(trainer.config),
+            "data_state": trainer.stream.state_dict(),
+            "dropout_states": generator_states(trainer.model),
+            "best": {"metric": trainer.best_metric, "value": trainer.best},
+            "training_seconds": round(trainer.training_seconds, 3),
+            "tokenizers": {k: t.to_dict() for k, t in trainer.tokenizers.items()}}
 
-    def resume(self, checkpoint):
-        """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
-        path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
-        ckpt = load_checkpoint(path) if path is not None else checkpoint
-        meta = ckpt.metadata
-        path = path if path is not None else getattr(ckpt, "path", None)
-        if "data_state" not in meta or ckpt.optimizer_state is None:
-            raise InputError(message(f"checkpoint {path or ''}".strip(), "a checkpoint written "
-                                     "by a Trainer (with optimizer and data state)",
-                                     "a bare model checkpoint"))
-        with _restoring(path, "model"):
-            self.model.load_state_dict(ckpt.model.state_dict())
-        with _restoring(path, "optimizer"):
-            self.optimizer.load_state_dict(ckpt.optimizer_state)
-        self.step = int(meta.get("step", 0))
-        with _restoring(path, "metadata.data_state"):
-            self.stream.load_state_dict(meta["data_state"])
-        with _restoring(path, "metadata.dropout_states"):
-            load_generator_states(self.model, meta.get("dropout_states", []))
-        self.scheduler.step()                        # the lr of the next update
-        self.best = meta.get("best", {}).get("value")
-        self.seconds_before = float(meta.get("training_seconds", 0.0))
-        self.run_id = meta.get("run_id") or self.run_id     # one run, across its sessions
-        if path is not None:
-            self._resumed_from = os.path.dirname(os.path.realpath(path))
-            self.last_checkpoint = (str(path), self.step)
-            history = os.path.join(self._resumed_from, "history.json")
-            if os.path.isfile(history):                 # the curves up to the checkpoint
-                self.history = History.load(history).truncate(self.step)
-        return self
+
+def restore(trainer, checkpoint):
+    """Put a checkpoint (a path or a loaded Checkpoint written by a Trainer) into `trainer`:
+    weights, optimizer, step, data position, dropout generators, lr, best value, time,
+    run id and, from the checkpoint's folder, the history up to its step."""
+    path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
+    ckpt = load_checkpoint(path) if path is not None else checkpoint
+    meta = ckpt.metadata
+    path = path if path is not None else getattr(ckpt, "path", None)
+    if "data_state" not in meta or ckpt.optimizer_state is None:
+        raise InputError(message(f"checkpoint {path or ''}".strip(), "a checkpoint written "
+                                 "by a Trainer (with optimizer and data state)",
+                                 "a bare model checkpoint"))
+    with _restoring(path, "model"):
+        trainer.model.load_state_dict(ckpt.model.state_dict())
+    with _restoring(path, "optimizer"):
+        trainer.optimizer.load_state_dict(ckpt.optimizer_state)
+    trainer.step = int(meta.get("step", 0))
+    with _restoring(path, "metadata.data_state"):
+        trainer.stream.load_state_dict(meta["data_state"])
+    with _restoring(path, "metadata.dropout_states"):
+        load_generator_states(trainer.model, meta.get("dropout_states", []))
+    trainer.scheduler.step()                        # the lr of the next update
+    trainer.best = meta.get("best", {}).get("value")
+    trainer.seconds_before = float(meta.get("training_seconds", 0.0))
+    trainer.run_id = meta.get("run_id") or trainer.run_id     # one run, across its sessions
+    if path is not None:
+        history = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
+        if os.path.isfile(history):                 # the curves up to the checkpoint
+            trainer.history = History.load(history).truncate(trainer.step)
+    return path
 
 
 @contextlib.contextmanager

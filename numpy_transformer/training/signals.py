@@ -43,6 +43,15 @@ def stop_requests(on_request):
             signal.signal(s, old)
 
 
+def stop_message(reason):
+    """What a run says when a signal asks it to stop (None for other reasons)."""
+    names = {"SIGINT": "Ctrl-C", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP (terminal closed)"}
+    if reason not in names:
+        return None
+    return (f"{names[reason]}: stopping after this step and saving a checkpoint "
+            f"(send it again to stop at once)")
+
+
 def silence_stdout():
     """After a broken pipe: send stdout to the null device, so later prints cannot fail."""
     try:

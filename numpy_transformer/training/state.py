@@ -9,16 +9,20 @@
   an uninterrupted one.
 - `progress_bar`: a tqdm bar (tqdm.auto: a text bar in a terminal, a widget in
   Jupyter; off when output is not a terminal), or None without tqdm.
+- `Stopwatch`: the seconds spent in fit(); `diverged`: the error of a run whose loss,
+  gradient norm or weights stopped being finite; `InterruptedUpdate`: a Ctrl-C that
+  came inside the optimizer's update.
 """
 
 import json
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..system.files import atomic_write, read_json
-from ..errors import InputError
+from ..errors import InputError, TrainingDiverged
 from ..validation import message
 
 
@@ -145,3 +149,39 @@ def progress_bar(total, initial, enabled):
         bar.close()
         return None
     return bar
+
+
+def improves(value, best, higher_is_better):
+    """True if the metric `value` (a number or None) beats `best` (None: nothing yet)."""
+    return value is not None and math.isfinite(value) and (
+        best is None or (value > best if higher_is_better else value < best))
+
+
+class InterruptedUpdate(KeyboardInterrupt):
+    """Ctrl-C inside the optimizer's update: the weights are half-updated, so nothing is
+    saved (the last checkpoint stays the good one)."""
+
+
+def diverged(step, what, kept):
+    """TrainingDiverged: the run stopped at `step` because of `what`; `kept` says which
+    checkpoint is the last good one."""
+    return TrainingDiverged(f"training stopped at step {step}: {what}; {kept}. Try a smaller "
+                            "lr, a longer warmup or gradient clipping (clip_norm).")
+
+
+class Stopwatch:
+    """Seconds summed over the intervals between start() and stop(), the running one included."""
+
+    def __init__(self):
+        self.total, self.started = 0.0, None
+
+    def start(self):
+        self.started = time.perf_counter()
+
+    def stop(self):
+        self.total, self.started = self.seconds, None
+
+    @property
+    def seconds(self):
+        running = 0.0 if self.started is None else time.perf_counter() - self.started
+        return self.total + running
