@@ -1,7 +1,12 @@
 """The Trainer is put together from parts (training/loop.py): a Checkpointer writes the run
 folder, a GradientSync shares the gradients, a HostSync brings each step's numbers to the
 host. A caller may hand it parts of their own; these tests do, and check what the Trainer
-asks of them. Also: the loss reaches the loop as one type on every backend."""
+asks of them. Also: the loss reaches the loop as one type on every backend, and the
+training package speaks parameters, not command-line options."""
+
+import ast
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +18,9 @@ from numpy_transformer.training import TrainingDiverged
 from numpy_transformer.training.checkpoints import Checkpointer
 from numpy_transformer.training.gradient_sync import OneProcess
 from numpy_transformer.training.host_sync import HostSync
+
+TRAINING = Path(__file__).resolve().parents[1] / "numpy_transformer" / "training"
+
 
 class RecordingCheckpointer(Checkpointer):
     """Writes nothing: remembers what it was asked to save, and at which step."""
@@ -97,7 +105,7 @@ def test_a_nan_is_found_every_step_or_at_the_next_log_line(every_step, raised_af
                            callbacks=[poison_at(6)])
     trainer.host_sync = HostSync(every_step=every_step)
     with pytest.raises(TrainingDiverged, match=r"step 7: the loss became nan; no checkpoint "
-                                               r"had been written yet\. Try a smaller lr"):
+                                               r"had been written yet\. Try a smaller `lr`"):
         trainer.fit()
     assert trainer.step == raised_after
     assert [r["step"] for r in trainer.history.train] == list(range(1, 7))
@@ -111,3 +119,19 @@ def test_the_loss_and_norm_reach_the_loop_as_0d_arrays_of_the_backend():
     trainer.host_sync.add(trainer.step, lr, 1.0, loss=loss, norm=norm)
     (row,) = trainer.host_sync.flush()                           # floats, at a log line
     assert row["loss"] == float(loss) and type(row["loss"]) is float
+
+
+def option_strings_in(path):
+    """The string constants of a module (docstrings aside) that name a command-line option."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and re.search(r"--[a-z]", node.value)]
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in TRAINING.glob("*.py")))
+def test_the_training_package_names_parameters_not_options(module):
+    assert option_strings_in(TRAINING / module) == []

@@ -18,6 +18,9 @@ step-<N>.npz, which it would replace: it branches into a new folder (--out) inst
 Temporary files left by a save that was interrupted (`.tmp-*`) are removed. A folder
 that is not empty and holds no run of ours (no checkpoint, no config.json written by a
 Trainer) is refused, even with `overwrite`: its files are someone else's.
+
+Its messages name the Trainer's parameters and method in backquotes, `out`, `overwrite`
+and `resume` (Trainer.resume): the command line names its options of the same names there.
 """
 
 import glob
@@ -46,7 +49,7 @@ def _open_lock(path, flags):
     fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise InputError(message("--out", "a run folder whose .lock is a regular file",
+        raise InputError(message("out", "a run folder whose .lock is a regular file",
                                  f"something else at {path!r}"))
     return fd
 
@@ -86,9 +89,9 @@ class RunFolder:
         later = self.later_checkpoints(step)
         if later:
             raise InputError(
-                f"--resume: {self.path} holds checkpoints of this run later than step {step} "
+                f"resume: {self.path} holds checkpoints of this run later than step {step} "
                 f"({', '.join(later)}), which resuming there would replace; branch into a new "
-                f"folder with --out NEWDIR, or continue the latest with --resume "
+                f"folder with `out` NEWDIR, or continue the latest with `resume` "
                 f"{shlex.quote(os.path.join(self.path, 'last.npz'))}")
 
     def others(self):
@@ -113,15 +116,15 @@ class RunFolder:
         others = self.others()
         if others:
             shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
-            raise InputError(message("--out", "a new or empty folder, or a run folder",
-                                     f"{self.path}, which holds other files ({shown}); "
-                                     f"choose another --out (--overwrite replaces only a run)"))
+            raise InputError(message("out", "a new or empty folder, or a run folder",
+                                     f"{self.path}, which holds other files ({shown}); choose "
+                                     f"another `out` (`overwrite` replaces only a run)"))
 
     def claim(self, *, resuming=False, overwrite=False, step=None):
         """Lock the folder for this process and check that no run in it would be lost
         (`step`: the step of the checkpoint a run resumed in this folder starts from)."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
-            raise InputError(message("--out", "a folder", f"the file {self.path!r}"))
+            raise InputError(message("out", "a folder", f"the file {self.path!r}"))
         self._refuse_others()                # before the lock: nothing written there
         os.makedirs(self.path, exist_ok=True)
         self._take_lock()
@@ -132,8 +135,8 @@ class RunFolder:
                 if not overwrite:
                     last = os.path.join(self.path, "last.npz")
                     raise InputError(
-                        f"{self.path} already holds a run; continue it with --resume {last}, "
-                        f"replace it with --overwrite, or choose another --out")
+                        f"out: {self.path} already holds a run; continue it with `resume` "
+                        f"{last}, replace it with `overwrite`, or choose another `out`")
                 for name in RUN_FILES:
                     if os.path.exists(os.path.join(self.path, name)):
                         os.remove(os.path.join(self.path, name))
@@ -169,8 +172,8 @@ class RunFolder:
             pid = read_regular(path, ".lock").decode("utf-8", "replace").strip() or "?"
         except (OSError, InputError):
             pid = "?"
-        return (f"{self.path} is in use by another training run (process {pid}); wait for it "
-                f"to finish, or choose another --out")
+        return (f"out: {self.path} is in use by another training run (process {pid}); wait "
+                f"for it to finish, or choose another `out`")
 
     def write_json(self, name, data):
         """Write `data` as readable JSON to folder/name, atomically."""

@@ -166,7 +166,7 @@ def diverged(step, what, kept):
     """TrainingDiverged: the run stopped at `step` because of `what`; `kept` says which
     checkpoint is the last good one."""
     return TrainingDiverged(f"training stopped at step {step}: {what}; {kept}. Try a smaller "
-                            "lr, a longer warmup or gradient clipping (clip_norm).")
+                            "`lr`, a longer `warmup` or gradient clipping (`clip_norm`).")
 
 
 class Stopwatch:
