@@ -50,9 +50,6 @@ class HostSync:
         values = {k: v for k, v in values.items() if v is not None}
         self.rows.append((step, lr, tokens_per_s, values))
 
-    def __len__(self):
-        return len(self.rows)
-
     def flush(self):
         """The waiting rows, every value a Python float (one device-to-host transfer)."""
         rows, self.rows = self.rows, []
