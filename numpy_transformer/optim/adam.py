@@ -36,8 +36,10 @@ class Adam(Optimizer):
     num_scratch = 2
     decoupled = False   # AdamW sets True
 
-    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 param_groups=None):
+        super().__init__(model, param_groups, lr=lr, betas=betas, eps=eps,
+                         weight_decay=weight_decay)
 
     def _configure(self, lr, betas, eps, weight_decay):
         check_positive(lr, "lr")
@@ -88,13 +90,17 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """AdamW: Adam with decoupled weight decay, exactly as torch.optim.AdamW.
 
-    Each step first shrinks p <- p (1 - lr wd), then takes a plain Adam step.
+    Each step first shrinks p <- p (1 - lr wd), then takes a plain Adam step. With
+    `param_groups` (see optim/groups.py, `decay_groups`) wd is the group's: the usual
+    recipe decays the matrices only, never biases or LayerNorm gains and shifts.
     """
 
     decoupled = True
 
-    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-        super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                 param_groups=None):
+        super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         param_groups=param_groups)
 
     def decay(self, p):
         """Decoupled weight decay of one parameter, in place: p <- p (1 - lr wd), with the

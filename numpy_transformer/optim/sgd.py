@@ -25,9 +25,10 @@ class SGD(Optimizer):
 
     num_scratch = 2
 
-    def __init__(self, model, lr=1e-3, momentum=0.0, weight_decay=0.0, nesterov=False):
-        super().__init__(model, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                         nesterov=nesterov)
+    def __init__(self, model, lr=1e-3, momentum=0.0, weight_decay=0.0, nesterov=False,
+                 param_groups=None):
+        super().__init__(model, param_groups, lr=lr, momentum=momentum,
+                         weight_decay=weight_decay, nesterov=nesterov)
 
     def _configure(self, lr, momentum, weight_decay, nesterov):
         check_positive(lr, "lr")
