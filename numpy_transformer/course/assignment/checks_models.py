@@ -5,7 +5,7 @@ Each part's own code runs with stand-ins for the sub-layers of other parts
 only: the kernel with a stand-in softmax backward and dropout; multi-head and
 latent attention with stand-in projections; the blocks with stand-in attention,
 feed-forward, LayerNorm and dropout. A correct answer agrees with the
-reference to rounding (~1e-15, pass at 1e-8). Every axis has its own size.
+reference to rounding (~1e-15, pass at 1e-11). Every axis has its own size.
 """
 
 from .registry import check, task
@@ -22,17 +22,25 @@ def stack_task(decoder, seed, **args):
     return task("decoder" if decoder else "encoder", seed, **sizes, **args)
 
 
+
+
+def either(spec):
+    """An attention task whose arrays may also match the package's own softmax backward
+    (one written inline: the stand-in cannot replace it), not only the stand-in's."""
+    return {**spec, "either": {"standin_softmax": False}}
+
+
 CHECKS = [
     check("attention", "attention_gradients", 5, [
-        task("attention", 30, shape_q=[2, 3, 4, 6], keys=5),
-        task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING)],
+        either(task("attention", 30, shape_q=[2, 3, 4, 6], keys=5)),
+        either(task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING))],
         "dv = A^T dO, dA = dO v^T, then softmax_backward, then dq = dS k / sqrt(Dh), "
         "dk = dS^T q / sqrt(Dh); call softmax_backward (graded apart: a stand-in here)"),
     check("attention", "attention_fully_masked_row", 3, [
-        task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY)],
+        either(task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY))],
         "a query with no key allowed has all-zero weights: finite, zero gradients"),
     check("attention", "attention_dropout", 2, [
-        task("attention", 33, shape_q=[2, 2, 3, 4], keys=5, dropout=True)],
+        either(task("attention", 33, shape_q=[2, 2, 3, 4], keys=5, dropout=True))],
         "with dropout, dv uses dropout(A) (reapply) and dA goes through dropout.backward"),
 
     check("multihead_attention", "mha_cross_attention", 4, [

@@ -144,6 +144,15 @@ MISTAKES = [
     wrong("gelu_missing_cubic_term", "gelu", "GELU.backward",
           "GELU: du/dx taken as c, forgetting the derivative of the cubic term",
           "du_dx = self.C * (1.0 + 3.0 * self.A * x**2)", "du_dx = self.C"),
+    Mistake("gelu_finite_difference", "gelu", "GELU.backward",
+            "GELU: the derivative taken by central finite differences of the forward "
+            "(numerically close, not derived)",
+            "x, t = self.saved_for_backward()\nh = 1e-5\n"
+            "f = lambda z: 0.5 * z * (1.0 + xp.tanh(self.C * (z + self.A * z**3)))\n"
+            "return dy * (f(x + h) - f(x - h)) / (2 * h)"),
+    wrong("attention_fresh_dropout_mask", "attention", "scaled_dot_product_attention_backward",
+          "attention: backward draws a fresh dropout mask (dropout.forward) instead of "
+          "reapplying the kept one", "dropout.reapply(attn)", "dropout.forward(attn)"),
     wrong("gelu_tanh_derivative", "gelu", "GELU.backward",
           "GELU: the derivative of tanh taken as 1 - t instead of 1 - t^2",
           "(1.0 - t * t)", "(1.0 - t)"),

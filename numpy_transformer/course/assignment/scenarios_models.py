@@ -15,27 +15,33 @@ from . import standins
 from .steps import forward_backward, grads, map_standin, restore, stand, swap_everywhere
 
 
-def attention(pkg, source, shape_q, keys, mask=None, dropout=False):
-    """scaled_dot_product_attention_backward with a stand-in softmax backward (and dropout)."""
+def attention(pkg, source, shape_q, keys, mask=None, dropout=False, standin_softmax=True):
+    """scaled_dot_product_attention_backward with a stand-in softmax backward (and dropout);
+    the package's own one with standin_softmax=False (the reference's other expected
+    arrays, for a softmax backward written inline)."""
     module = pkg.module("layers.attention")
     B, H, Tq, Dh = shape_q
     q = source.normal("q", shape_q)
     k, v = source.normal("k", (B, H, keys, Dh)), source.normal("v", (B, H, keys, Dh))
     if mask is not None:
         mask = source.given("mask", np.asarray(mask, dtype=bool))
-    drop = None
+    drop, found = None, {}
     if dropout:
-        drop = stand(pkg)["Scale"](source.normal("standin.dropout", (B, H, Tq, keys)))
+        seed = source.integers("standin.dropout_seed", (), 0, 2 ** 31)
+        drop = stand(pkg)["Drop"](0.3, int(seed))
     undo = []
     try:
-        swap_everywhere(pkg, ["layers.softmax", "layers.attention"], "softmax_backward",
-                        standins.softmax_backward, undo)
+        if standin_softmax:
+            swap_everywhere(pkg, ["layers.softmax", "layers.attention"], "softmax_backward",
+                            standins.softmax_backward, undo)
         out, weights = module.scaled_dot_product_attention(q, k, v, mask, drop)
         dout = source.normal("dout", np.shape(out))
         dq, dk, dv = module.scaled_dot_product_attention_backward(dout, q, k, v, weights, drop)
     finally:
         restore(undo)
-    return {"out": out, "weights": weights, "dx.0": dq, "dx.1": dk, "dx.2": dv}
+    if dropout:
+        found["dropout.draws"] = np.array(float(drop.draws))
+    return {**found, "out": out, "weights": weights, "dx.0": dq, "dx.1": dk, "dx.2": dv}
 
 
 def attention_inputs(source, batch, queries, keys, d_model, self_attention):

@@ -12,6 +12,8 @@ shows) with a parameter (so a child whose backward runs twice, or never, shows).
     Map(A, b)        y = tanh(x) A + b              in place of Linear, FeedForward
     Elementwise()    y = sin(x)                     in place of ReLU / GELU
     Scale(s)         y = x s   (s fixed, has reapply)  in place of Dropout
+    Drop(p, seed)    y = x m / (1 - p), a new mask m from its own generator at each
+                     forward (counted: draws); reapply and backward use the kept m
     Norm(g, b)       y = tanh(x) g + b              in place of LayerNorm
     Attention(A, b)  y = tanh(q A) + mean_k(k * v) + b   a whole attention module
     attention(q, k, v, mask, dropout) / attention_backward(...)   the kernel's stand-in:
@@ -53,10 +55,11 @@ def softmax_backward(dp, p, axis=-1):
 
 def kit(Module):
     """The stand-in classes as subclasses of `Module` (the package under test's):
-    {"Map": ..., "Elementwise": ..., "Scale": ..., "Norm": ..., "Attention": ...}."""
+    {"Map": ..., "Elementwise": ..., "Scale": ..., "Drop": ..., "Norm": ...,
+    "Attention": ...}."""
     if Module not in _KITS:
         _KITS[Module] = {cls.__name__: type(cls.__name__, (cls, Module), {})
-                         for cls in (Map, Elementwise, Scale, Norm, Attention)}
+                         for cls in (Map, Elementwise, Scale, Drop, Norm, Attention)}
     return _KITS[Module]
 
 
@@ -117,6 +120,26 @@ class Scale(StandIn):
 
     def backward(self, dy):
         return dy * self.s
+
+
+class Drop(StandIn):
+    """Dropout whose forward draws a new mask each call: a backward that calls forward again
+    gets another mask (and draws counts it)."""
+
+    def __init__(self, p, seed):
+        super().__init__()
+        self.p, self.rng, self.draws, self.mask = p, np.random.default_rng(seed), 0, None
+
+    def forward(self, x):
+        self.draws += 1
+        self.mask = (self.rng.random(np.shape(x)) >= self.p) / (1 - self.p)
+        return x * self.mask
+
+    def reapply(self, x):
+        return x * self.mask
+
+    def backward(self, dy):
+        return dy * self.mask
 
 
 class Norm(StandIn):

@@ -85,13 +85,14 @@ def swap(owner, name, value, undo):
 
 
 def swap_everywhere(pkg, modules, name, value, undo):
-    """Replace the function `name` of pkg.module(modules[0]) in every listed module that
-    holds that same function (a student may import it by name or call it through its module)."""
+    """Replace the function `name` of pkg.module(modules[0]) by identity: every attribute of
+    every listed module that IS that function, whatever it is called there (a student may
+    import it by name, under another name, or call it through its module)."""
     original = getattr(pkg.module(modules[0]), name)
     for dotted in modules:
         mod = pkg.module(dotted)
-        if getattr(mod, name, None) is original:
-            swap(mod, name, value, undo)
+        for attribute in [a for a, v in vars(mod).items() if v is original]:
+            swap(mod, attribute, value, undo)
 
 
 def restore(undo):

@@ -1,0 +1,112 @@
+"""What a wrong array looks like, said without giving the answer (parts.py uses it).
+
+When a student's array disagrees with the reference's, `diagnose` tests common
+signatures of a mistake against the expected array and says what it sees:
+
+    a constant factor   have = c want, named when c is 1/B, B, 1/N, N, 2, 1/2, -1,
+                        sqrt(d) or 1/sqrt(d) (B the first axis, N the rows, d the last
+                        axis of the array), else "a constant factor of c"
+    a transpose         have = want with its last two axes swapped
+    too few axes summed have has more axes; summed over the extra leading ones it agrees
+    assigned, not added have = want - what the gradient held before (prefilled checks)
+    a mask not applied  have agrees (up to a constant factor) except where want is 0
+    a fresh draw        a dropout stand-in counted more than one mask drawn
+
+Never the expected formula: only how the two arrays relate. "" when nothing fits.
+"""
+
+import math
+
+import numpy as np
+
+CLOSE = 1e-9        # relative agreement that counts as "exactly" for a signature
+
+
+def near(have, want):
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    return have.shape == want.shape and float(np.abs(have - want).max(initial=0.0)) <= CLOSE * scale
+
+
+def named_factors(shape):
+    """[(value, name, question)] of the factors worth naming for an array of `shape`."""
+    named = []
+    if len(shape) >= 2:
+        B, N = shape[0], int(np.prod(shape[:-1]))
+        named += [(1 / B, f"1/B (B = {B}, its first axis)", "did you average over the batch?"),
+                  (B, f"B (B = {B}, its first axis)", "is a division by the batch missing?"),
+                  (1 / N, f"1/N (N = {N}, its rows)", "did you divide by the row count "
+                   "once too often?"),
+                  (N, f"N (N = {N}, its rows)", "is a division by the row count missing?")]
+    if len(shape) >= 1 and shape[-1] > 1:
+        d = shape[-1]
+        named += [(math.sqrt(d), f"sqrt(d) (d = {d}, its last axis)",
+                   "is a scale of the forward missing from the backward?"),
+                  (1 / math.sqrt(d), f"1/sqrt(d) (d = {d}, its last axis)",
+                   "is a scale missing, or applied twice?")]
+    return named + [(2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
+                    (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
+
+
+def factor_of(have, want):
+    """c with have = c want (c != 1), or None."""
+    norm = float(np.sum(want * want))
+    if have.shape != want.shape or norm == 0.0:
+        return None
+    c = float(np.sum(have * want)) / norm
+    if abs(c - 1.0) <= CLOSE or not near(have, c * want):
+        return None
+    return c
+
+
+def factor_message(what, c, shape):
+    for value, name, question in named_factors(shape):
+        if abs(c - value) <= 1e-7 * abs(value):
+            return f"your {what} is exactly {name} times the expected one: {question}"
+    return f"your {what} is the expected one times a constant factor of {c:.4g}"
+
+
+def masked(have, want):
+    """How `have` relates to `want` away from want's zeros, when only the zeros differ."""
+    zero = want == 0
+    if not zero.any() or zero.all() or have.shape != want.shape or not np.any(have[zero]):
+        return None
+    rest_have, rest_want = have[~zero], want[~zero]
+    return 1.0 if near(rest_have, rest_want) else factor_of(rest_have, rest_want)
+
+
+def fewer_axes_summed(have, want):
+    extra = have.ndim - want.ndim
+    if extra <= 0 or have.shape[extra:] != want.shape:
+        return False
+    return near(have.sum(axis=tuple(range(extra))), want)
+
+
+def diagnose(what, name, want, have, inputs=None):
+    """A sentence on how `have` (the student's array `name`, called `what`) relates to the
+    expected `want`; `inputs`: the task's input arrays ("grad0.<param>": prefilled)."""
+    inputs, what = inputs or {}, what.removeprefix("the ")
+    if name == "dropout.draws" and have.shape == want.shape and np.all(have > want):
+        return ("dropout drew a new mask after forward: reuse the kept one (reapply, backward) "
+                "instead of calling forward again?")
+    if fewer_axes_summed(have, want):
+        return (f"your {what} has shape {have.shape}; summed over its extra leading axes it "
+                "agrees: a sum over too few axes?")
+    if have.shape != want.shape:
+        return ""
+    c = factor_of(have, want)
+    if c is not None and abs(c) <= CLOSE:
+        return f"your {what} is zero where the expected one is not: is a step missing?"
+    if c is not None:
+        return factor_message(what, c, want.shape)
+    if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
+        return f"your {what} is the transpose of the expected one (its last two axes swapped)"
+    before = inputs.get("grad0." + name[5:]) if name.startswith("grad.") else None
+    if before is not None and np.shape(before) == want.shape and near(have, want - before):
+        return (f"your {what} is the expected one minus what it held before: assigned (=) "
+                "instead of accumulated (+=)?")
+    m = masked(have, want)
+    if m is not None:
+        scale = "" if m == 1.0 else f" (and a constant factor of {m:.4g} elsewhere)"
+        return (f"your {what} differs only where the expected one is 0{scale}: "
+                "a mask not applied?")
+    return ""

@@ -1,0 +1,94 @@
+"""The grader tells derivation from numerics, names a mistake without the answer, and
+accepts the correct forms of attention backward (issue 30, items 3 to 5).
+
+- A finite-difference GELU backward (rel err ~2e-11) scores 0: "numerically close".
+- The catalogue's mistakes whose message names their cause (DIAGNOSED: 10 of 48 when
+  written) keep doing so.
+- The softmax backward written inline, or called under another name or through a module
+  alias, gets full marks in attention (the stand-in is swapped by identity; the inline
+  form is compared with the reference's own softmax backward).
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from numpy_transformer.course.assignment.diagnose import diagnose
+from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.make import package_regions
+from numpy_transformer.course.assignment.markers import write_region_bodies
+from numpy_transformer.course.assignment.mistakes import MISTAKES
+from numpy_transformer.course.assignment.right_bodies import RIGHT
+
+DIAGNOSED = {     # mistake -> what its part's message must say (its cause)
+    "linear_overwrites": "assigned (=) instead of accumulated",
+    "tied_linear_overwrites": "assigned (=) instead of accumulated",
+    "cross_entropy_divides_twice": "exactly 1/N",
+    "attention_key_scale_forgotten": "exactly sqrt(d)",
+    "attention_divides_by_batch": "did you average over the batch?",
+    "gelu_finite_difference": "is this a finite-difference gradient?",
+    "attention_fresh_dropout_mask": "dropout drew a new mask",
+    "dropout_reapply_ignores_mask": "a mask not applied?",
+    "embedding_forgets_multiplier": "exactly 1/sqrt(d)",
+    "cross_entropy_ignored_rows_not_zeroed": "a mask not applied?",
+}
+ATTENTION = "scaled_dot_product_attention_backward"
+VARIANTS = {
+    "inline": RIGHT[ATTENTION].replace(
+        "softmax_backward(dattn, attn)",
+        "attn * (dattn - (dattn * attn).sum(axis=-1, keepdims=True))"),
+    "module_alias": "import importlib\nsm = importlib.import_module('.softmax', __package__)\n"
+                    + RIGHT[ATTENTION].replace("softmax_backward(", "sm.softmax_backward("),
+    "renamed": "from .softmax import softmax_backward as sb\n"
+               + RIGHT[ATTENTION].replace("softmax_backward(", "sb("),
+}
+
+
+def fresh(copy, tmp_path, name):
+    return shutil.copytree(copy, tmp_path / name, ignore=shutil.ignore_patterns("notebooks"))
+
+
+def test_the_share_of_diagnosed_mistakes(solution_copy, tmp_path):
+    assert len(DIAGNOSED) / len(MISTAKES) >= 0.2
+    for name, phrase in DIAGNOSED.items():
+        mistake = next(m for m in MISTAKES if m.name == name)
+        copy = fresh(solution_copy, tmp_path, name)
+        mistake.apply(copy)
+        [result] = grade(copy, parts=[mistake.part]).parts
+        messages = " ".join(c.message for c in result.checks)
+        assert result.points < result.max_points and phrase in messages, (name, messages)
+
+
+def test_a_finite_difference_backward_scores_nothing(solution_copy, tmp_path):
+    copy = fresh(solution_copy, tmp_path, "fd")
+    next(m for m in MISTAKES if m.name == "gelu_finite_difference").apply(copy)
+    [result] = grade(copy, parts=["gelu"]).parts
+    assert result.points == 0
+    assert all(1e-11 < c.max_rel_error <= 1e-6 and "finite-difference" in c.message
+               for c in result.checks), result
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_correct_variants_of_attention_backward_get_full_marks(variant, solution_copy,
+                                                               tmp_path):
+    copy = fresh(solution_copy, tmp_path, variant)
+    package = copy / "numpy_transformer"
+    regions = [r for r in package_regions(package) if r.qualname == ATTENTION]
+    write_region_bodies(package, regions, [VARIANTS[variant]])
+    [result] = grade(copy, parts=["attention"]).parts
+    assert result.points == result.max_points, result
+
+
+def test_diagnose_says_what_it_sees_never_the_formula():
+    rng = np.random.default_rng(0)
+    want = rng.normal(size=(4, 3, 5))
+    assert "exactly 1/B" in diagnose("dk", "dx.1", want, want / 4)
+    assert "exactly -1" in diagnose("dk", "dx.1", want, -want)
+    square = rng.normal(size=(3, 3))
+    assert "transpose" in diagnose("dW", "grad.w", square, square.T)
+    assert "too few axes" in diagnose("db", "grad.b", want.sum(axis=(0, 1)), want.sum(axis=0))
+    before = rng.normal(size=(3, 5))
+    assert "assigned" in diagnose("dW", "grad.w", want[0], want[0] - before, {"grad0.w": before})
+    assert "constant factor of 3.3" in diagnose("dx", "dx.0", want, 3.3 * want)
+    assert diagnose("dx", "dx.0", want, rng.normal(size=want.shape)) == ""
