@@ -133,3 +133,12 @@ def test_groups_by_array_and_other_optimizers(float64):
 def test_decay_groups_bad_arguments(float64, kwargs, error, fragment):
     with pytest.raises(error, match=fragment):
         decay_groups(small_gpt(), **kwargs)
+
+
+def test_trainer_decays_matrices_and_embeddings_not_biases_or_norms(float64):
+    from numpy_transformer.training import TrainConfig, Trainer
+    model = small_gpt()
+    optimizer = Trainer(model, None, TrainConfig(weight_decay=0.1), log=None).optimizer
+    assert isinstance(optimizer, AdamW)
+    assert optimizer.param_groups == decay_groups(model, 0.1, decay_embeddings=True)
+    assert "embed.weight" in optimizer.param_groups[0]["params"]

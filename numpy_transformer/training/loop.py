@@ -32,7 +32,7 @@ import numpy as np
 from ..backend import xp
 from ..errors import InputError, TrainingDiverged
 from ..losses import CrossEntropyLoss
-from ..optim import Adam, AdamW, Scheduler, clip_grad_norm
+from ..optim import Adam, AdamW, Scheduler, clip_grad_norm, decay_groups
 from ..validation import message
 from .checkpoints import Checkpointer, restore
 from .config import TrainConfig
@@ -66,9 +66,9 @@ class Trainer:
                  checkpointer=None, gradient_sync=None, host_sync=None):
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
-        optimizer_class = AdamW if c.weight_decay else Adam
-        self.optimizer = optimizer_class(model, lr=c.lr, betas=c.betas,
-                                         weight_decay=c.weight_decay)
+        groups = decay_groups(model, c.weight_decay, decay_embeddings=True)  # no bias, norm
+        self.optimizer = (AdamW if c.weight_decay else Adam)(
+            model, lr=c.lr, betas=c.betas, weight_decay=c.weight_decay, param_groups=groups)
         self.scheduler = Scheduler(self.optimizer, c.make_schedule(model.config.d_model))
         self.loss_fn = CrossEntropyLoss(ignore_index=model.config.pad_id,
                                         label_smoothing=c.label_smoothing)
