@@ -40,7 +40,9 @@ from pathlib import Path
 
 import pytest
 
+from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits
 from numpy_transformer.course.assignment.make import make
+from numpy_transformer.course.assignment.registry import PARTS
 from numpy_transformer.course.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
                                                notebook_regions, package_regions)
 
@@ -233,3 +235,43 @@ def test_teacher_copy_carries_the_answer_keys(tmp_path):
     assert manifest["stubbed"] == []
     readme = (tmp_path / "teacher" / "README.md").read_text(encoding="utf-8")
     assert "notebooks/answers/ holds the answer keys" in readme
+
+
+def formula_leaks(copy):
+    """[(file:line, parts, line)] for every line of `copy` holding a part's key formula."""
+    return [(f"{path.relative_to(copy)}:{number}", parts, line.strip())
+            for path in sorted(p for p in Path(copy).rglob("*") if p.is_file())
+            for number, line in enumerate(text_lines(path), start=1)
+            for parts in [formula_hits(line)] if parts]
+
+
+def test_full_student_copy_states_no_part_formula(student_copy):
+    """Docstrings, comments, hints, lessons (prose and code) and README: no key formula of
+    any part (formulas.py) is left; the derivations say what to derive and where."""
+    hits = formula_leaks(student_copy)
+    assert not hits, "key formulas in the student copy:\n" + "\n".join(
+        f"  {where} {parts}: {line!r}" for where, parts, line in hits)
+    norm = (student_copy / "numpy_transformer" / "layers" / "normalization.py").read_text()
+    assert "Backward: derive it yourself (assignment part layernorm: lesson 4)." in norm
+    assert "y = gamma * xhat + beta" in norm and "Saved: xhat and r" in norm    # forward stays
+    linear = (student_copy / "numpy_transformer" / "layers" / "linear.py").read_text()
+    assert ("Linear.backward: write this part (see lesson 3 and the docstrings in this file) "
+            "[assignment part linear]") in linear
+
+
+def test_every_part_has_formulas_that_the_reference_states():
+    """Each part names its key formulas, and the reference (package and lessons) holds
+    some of them: the scan above looks for something real."""
+    assert sorted(FORMULAS) == sorted(PARTS)
+    found = {part for path in list(PACKAGE.rglob("*.py")) + list(NOTEBOOKS.glob("*.ipynb"))
+             if "assignment" not in path.parts
+             for line in text_lines(path) for part in formula_hits(line)}
+    assert found == set(PARTS)
+
+
+def test_a_copy_keeps_the_formulas_of_the_parts_it_does_not_stub(tmp_path):
+    make(tmp_path / "solution", solutions=True, teacher=True)
+    make(tmp_path / "linear", parts=["linear"])
+    assert {p for _, parts, _ in formula_leaks(tmp_path / "solution") for p in parts} == set(PARTS)
+    left = {p for _, parts, _ in formula_leaks(tmp_path / "linear") for p in parts}
+    assert "linear" not in left and {"layernorm", "attention", "adam"} <= left

@@ -7,7 +7,9 @@ The copy holds numpy_transformer/, notebooks/ when this package sits in a
 source checkout, a README for students and assignment.json, which lists the
 parts and tells `grade` that DIR is a student copy. Every file keeps its
 place, its imports and its docstrings; only the lines between the markers of
-the chosen parts change. In the notebooks, the lessons' exercise regions
+the chosen parts change, and their key formulas (formulas.py) go from every
+docstring, comment, hint and lesson of the copy (strip.py): a derivation gives
+way to a sentence saying what to derive and which lesson teaches it. In the notebooks, the lessons' exercise regions
 (markers without a part name) are always stubbed, and named ones (a lesson
 cell that computes a part's answer) when their part is chosen.
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
                       write_region_bodies)
+from .strip import strip_copy, where_hint
 from .parts import PARTS, TITLES, max_points, validate_parts
 from ...errors import InputError
 from ...system.files import read_regular
@@ -162,7 +165,8 @@ def _stub_notebook(path, parts):
         if cell.get("cell_type") != "code" or "SOLUTION" not in text:
             continue
         regions = [r for r in regions_in_source(text, path.name) if not r.part or r.part in parts]
-        lines = stub_lines(text.split("\n"), regions)
+        lines = stub_lines(text.split("\n"), regions,
+                           lambda r: where_hint(r, parts))
         cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
         cell["outputs"], cell["execution_count"] = [], None
     path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -173,7 +177,8 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
              "Each part below is a backward pass (or an optimizer step) whose body has been",
              "replaced by `raise NotImplementedError(...)`, between the lines",
              "`# BEGIN SOLUTION <part>` and `# END SOLUTION`. Replace the `raise` with your",
-             "code; keep the markers. The docstrings give the math and the shapes.", "",
+             "code; keep the markers. The docstrings give the forward, the shapes and what",
+             "is saved; the derivation is yours (the lessons teach how).", "",
              "| part | points | what | where |", "|---|---|---|---|"]
     for part in parts:
         where = "<br>".join(f"`{r.path}` `{r.qualname}`" for r in regions if r.part == part)
@@ -230,7 +235,8 @@ def make(out, parts=None, solutions=False, teacher=False):
     for path in sorted({r.path for r in regions if r.part in stubbed}):
         file = target / path
         mine = [r for r in regions if r.path == path and r.part in stubbed]
-        lines = stub_lines(file.read_text(encoding="utf-8").split("\n"), mine)
+        lines = stub_lines(file.read_text(encoding="utf-8").split("\n"), mine,
+                           lambda r: where_hint(r, stubbed))
         file.write_text("\n".join(lines), encoding="utf-8")
     if notebooks.is_dir():
         keys = () if teacher else (ANSWERS,)
@@ -238,6 +244,7 @@ def make(out, parts=None, solutions=False, teacher=False):
                         ignore=shutil.ignore_patterns(*NOT_COPIED, *keys))
         for book in sorted({path.name for path, _, _ in lessons} if not solutions else []):
             _stub_notebook(out / "notebooks" / book, parts)
+    strip_copy(out, stubbed)
     readme = _readme(parts, regions, solutions, notebooks.is_dir(),
                      teacher and notebooks.is_dir())
     (out / "README.md").write_text(readme, encoding="utf-8")

@@ -139,11 +139,12 @@ def find_regions(root, files=None):
     return regions
 
 
-def stub_lines(lines, regions):
-    """`lines` with the body of each region replaced by a NotImplementedError stub."""
+def stub_lines(lines, regions, hint=None):
+    """`lines` with the body of each region replaced by a NotImplementedError stub; `hint`,
+    when given, gives the hint of a region (default: its HINT line)."""
     out, last = [], 0
     for r in sorted(regions, key=lambda r: r.begin):
-        message = f"{r.qualname or r.path}: {r.hint or 'write this part'}"
+        message = f"{r.qualname or r.path}: {(hint(r) if hint else r.hint) or 'write this part'}"
         if r.part:
             message += f" [assignment part {r.part}]"
         out += lines[last:r.begin + 1]

@@ -35,6 +35,15 @@ TITLES = {
     "decoder_stack": "decoder block and stack backward (memory gradient)",
 }
 
+# Where a student reads up on each part (the copy's hints and docstrings point there).
+LESSONS = {
+    "linear": "lesson 3", "layernorm": "lesson 4", "softmax": "lesson 2", "gelu": "lesson 4",
+    "dropout": "lesson 4", "attention": "lessons 2 and 3", "multihead_attention": "lesson 3",
+    "mla": "lesson 5", "feedforward": "lesson 4", "embedding": "lesson 1",
+    "positional_encoding": "lesson 1", "cross_entropy": "lesson 7", "adam": "lesson 7",
+    "adamw": "lesson 13", "encoder_stack": "lesson 6", "decoder_stack": "lesson 6",
+}
+
 TOLERANCE = 1e-11   # full marks: float64 round-off (correct forms measured at <= 2e-16)
 EXACT = ("the reference's arrays to rounding, rel err ~1e-15 (pass <= 1e-11)")
 

@@ -1,0 +1,52 @@
+"""Each part's key formulas, named once. Not copied into a student copy (which carries
+registry.py): the copy must hold none of them.
+
+    FORMULAS[part]            regular expressions, matched against a line whose
+                              whitespace runs are made one space
+    formula_hits(line, parts) the parts among `parts` whose formulas the line holds
+"""
+
+import re
+
+from .registry import PARTS
+
+# Regular expressions matched against a line with its
+# whitespace runs made one space. A student copy holds none of the stubbed parts' (its
+# docstrings, hints, lessons and grader messages are stripped of them: make.py, and
+# tests/test_assignment_leaks.py scans every file of a copy); a teacher's copy keeps them.
+FORMULAS = {
+    "linear": (r"x\^T dy", r"x\.T @ dy", r"dy W\^T", r"dy @ (self\.)?W\.T", r"dy\^T x",
+               r"dy E\b", r"dW = x"),
+    "layernorm": (r"mean\(g \* xhat\)", r"g_?k? - mean\(g\)", r"dgamma = sum",
+                  r"dxhat_j/dx_k", r"r \(g", r"mean_g_xhat"),
+    "softmax": (r"p_i \(delta_ij - p_j\)", r"diag\(p\) - p p\^T", r"\(dp - ",
+                r"dA - rowsum", r"A \* \(dA", r"sum\(dp \* p"),
+    "gelu": (r"1 - t\^2", r"1 - t\*\*2", r"0\.5 \(1 \+ t\)", r"3 \* 0\.044715 x\^2",
+             r"1\.0 \+ 3\.0 \* self\.A"),
+    "dropout": (r"dy \* m\b", r"dy \* mask", r"dx = dy \* "),
+    "attention": (r"dS K", r"dS\^T Q", r"A'\^T dO", r"dO V\^T", r"dscores @ k",
+                  r"dropped\.swapaxes", r"dout @ v\.swapaxes"),
+    "multihead_attention": (r"dQ W_q\^T", r"dK W_k\^T", r"dV W_v\^T"),
+    "mla": (r"dK W_k_decompress\^T", r"dV W_v_decompress\^T", r"dc W_kv_compress\^T",
+            r"dv = 0"),
+    "feedforward": (r"dh = linear_2\.backward", r"dx = linear_1\.backward"),
+    "embedding": (r"dW\[v\] = ", r"add\.at\(self\.grads"),
+    "positional_encoding": (r"dx = Dropout backward", r"exp\(2i \* -\(log\(10000\)"),
+    "cross_entropy": (r"p_k - q_k", r"\(p - q\) / N", r"dloss \* \(p - q\)",
+                      r"dlogits = \(?p - "),
+    "adam": (r"m_t = b1 m_\{t-1\}", r"v_t = b2 v_\{t-1\}", r"1 - b1\^t", r"1 - b2\^t",
+             r"g_t <- g_t \+ wd", r"\(1 - b1\) g", r"\(1 - b2\) g"),
+    "adamw": (r"p \(1 - lr wd\)", r"p \* \(1 - lr \* wd\)", r"1 - lr \* weight_decay",
+              r"1 - self\.lr \* self\.weight_decay"),
+    "encoder_stack": (r"gradient is dq \+ dk \+ dv",),
+    "decoder_stack": (r"\(dk \+ dv\) are the gradient", r"dq \+ dk \+ dv\)"),
+}
+
+COMPILED = {part: re.compile("|".join(f"(?:{f})" for f in found))
+            for part, found in FORMULAS.items()}
+
+
+def formula_hits(line, parts=PARTS):
+    """The parts among `parts` one of whose key formulas the text `line` holds."""
+    code = " ".join(line.split())
+    return [p for p in parts if COMPILED[p].search(code)]

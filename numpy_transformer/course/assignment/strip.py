@@ -1,0 +1,161 @@
+"""Stripping the stubbed parts' key formulas (formulas.py) from a student copy's text.
+
+    strip_source(text, parts)     a .py file: docstring blocks and comments holding one
+                                  of the parts' formulas give way to what to derive
+    strip_prose(lines, parts)     lines of prose (a lesson's markdown): the same, by line
+    where_hint(region)            a stub's hint: where to read up, not what to write
+
+A docstring is cut into blocks: a line at the docstring's own indentation that starts
+like a heading ("Backward:", "Saved:", "Input: with g = ...") or follows a blank line
+opens one; more indented lines and lower-case continuations belong to it. Every block
+holding a formula goes; one sentence says what to derive, and where it is taught. The
+forward, the shapes and what is saved stay (they hold no part's key formula).
+"""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from .formulas import formula_hits
+from .registry import LESSONS
+
+HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
+COMMENT = re.compile(r"\s*#[^\"']*$")
+UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
+
+
+def derive(parts, indent=""):
+    """The sentence that stands for a stripped derivation of `parts`."""
+    where = "; ".join(f"{p}: {LESSONS[p]}" for p in parts)
+    what = "The update" if set(parts) <= set(UPDATES) else "Backward"
+    return (f"{indent}{what}: derive it yourself (assignment part{'s' if len(parts) > 1 else ''}"
+            f" {where}).")
+
+
+def where_hint(region, parts):
+    """The hint of a stubbed region: for a graded part's, where to look, not what to write;
+    for a lesson's exercise, its own hint unless that states a formula of `parts`."""
+    if not region.part:
+        return region.hint if not formula_hits(region.hint, parts) else "see the text above"
+    return f"write this part (see {LESSONS[region.part]} and the docstrings in this file)"
+
+
+def docstring_spans(tree):
+    """(first, last) 0-based line indices of every module, class and function docstring."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                spans.append((body[0].lineno - 1, body[0].end_lineno - 1))
+    return spans
+
+
+def blocks(lines):
+    """The docstring lines cut into blocks, as lists of indices into `lines`."""
+    indents = [len(s) - len(s.lstrip()) for s in lines[1:] if s.strip()]
+    base = min(indents) if indents else 0
+    found, blank = [], True
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text:
+            blank = True
+            continue
+        indent = len(line) - len(line.lstrip())
+        opens = i == 0 or blank or (indent <= base and HEADING.match(text) is not None)
+        if opens or not found:
+            found.append([i])
+        else:
+            found[-1].append(i)
+        blank = False
+    return found
+
+
+def strip_docstring(lines, parts):
+    """A docstring's lines less its blocks that hold a formula of `parts`, with one sentence
+    in place of the first of them."""
+    cut, hit, found = set(), [], blocks(lines)
+    for k, block in enumerate(found):
+        parts_here = [p for i in block for p in formula_hits(lines[i], parts)]
+        if not parts_here:
+            continue
+        cut.update(block)
+        lead = found[k - 1] if k else []
+        if lead and lines[lead[-1]].rstrip().endswith((":", " so")):
+            cut.update(lead)                     # "Gradient. ..., so" leads into the cut
+        hit += [p for p in dict.fromkeys(parts_here) if p not in hit]
+    if not hit:
+        return lines
+    first = min(cut)
+    line = lines[first]
+    indents = [len(s) - len(s.lstrip()) for s in lines[1:] if s.strip()]
+    indent = " " * min(indents) if indents else ""
+    opening = re.match(r'^\s*[rRbBuU]*("""|\'\'\')', line)
+    out = []
+    for i, text in enumerate(lines):
+        if i == first:
+            sentence = derive(hit, "" if opening else indent)
+            out.append(opening.group(0) + sentence if opening else sentence)
+            if opening and i == len(lines) - 1:
+                out[-1] += opening.group(1)
+        elif i not in cut:
+            out.append(text)
+        elif i == len(lines) - 1 and text.rstrip().endswith(('"""', "'''")):
+            out.append(indent + text.rstrip()[-3:])          # keep the closing quotes
+    return [t for i, t in enumerate(out) if t.strip() or i == 0 or out[i - 1].strip()]
+
+
+def strip_source(text, parts, keep=()):
+    """A .py file's text with `parts`' formulas stripped from docstrings and comments;
+    `keep`: 0-based line indices not to touch (the stubs)."""
+    lines = text.split("\n")
+    try:
+        spans = docstring_spans(ast.parse(text))
+    except SyntaxError:
+        spans = []
+    inside = {i for first, last in spans for i in range(first, last + 1)}
+    for i, line in enumerate(lines):
+        if i in inside or i in keep or not formula_hits(line, parts):
+            continue
+        code = COMMENT.sub("", line)
+        lines[i] = code if code.strip() else ""           # a comment stating a formula goes
+    for first, last in sorted(spans, reverse=True):
+        lines[first:last + 1] = strip_docstring(lines[first:last + 1], parts)
+    return "\n".join(lines)
+
+
+def strip_prose(lines, parts):
+    """Lines of prose (markdown) with each line holding a formula of `parts` replaced."""
+    return [derive(formula_hits(line, parts)) if formula_hits(line, parts) else line
+            for line in lines]
+
+
+def strip_notebook(path, parts):
+    """A lesson in a copy: markdown lines and code cells' comments and docstrings stripped."""
+    book = json.loads(path.read_text(encoding="utf-8"))
+    for cell in book.get("cells", []):
+        source = cell.get("source", [])
+        text = "".join(source) if isinstance(source, list) else source
+        if not formula_hits(text, parts):
+            continue
+        if cell.get("cell_type") == "code":
+            lines = strip_source(text, parts).split("\n")
+        else:
+            lines = strip_prose(text.split("\n"), parts)
+        cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def strip_copy(root, parts):
+    """Strip `parts`' formulas from every .py file and lesson of the copy at `root`."""
+    root = Path(root)
+    if not parts:
+        return
+    for path in sorted((root / "numpy_transformer").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if formula_hits(text, parts):
+            path.write_text(strip_source(text, parts), encoding="utf-8")
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        strip_notebook(path, parts)
