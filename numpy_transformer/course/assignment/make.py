@@ -9,9 +9,10 @@ parts and tells `grade` that DIR is a student copy. Every file keeps its
 place, its imports and its docstrings; only the lines between the markers of
 the chosen parts change, and their key formulas (formulas.py) go from every
 docstring, comment, hint and lesson of the copy (strip.py): a derivation gives
-way to a sentence saying what to derive and which lesson teaches it. In the notebooks, the lessons' exercise regions
-(markers without a part name) are always stubbed, and named ones (a lesson
-cell that computes a part's answer) when their part is chosen.
+way to a sentence saying what to derive and which lesson teaches it. In the
+notebooks, the lessons' exercise regions (markers without a part name) are
+always stubbed, and named ones (a lesson cell that computes a part's answer)
+when their part is chosen.
 
 Nothing to copy: the grader (checks, mistake catalogue, runner) stays in the
 teacher's installed package. The copy's numpy_transformer/course/assignment/ holds

@@ -22,6 +22,7 @@ from .registry import LESSONS
 
 HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
 COMMENT = re.compile(r"\s*#[^\"']*$")
+LIST_ITEM = re.compile(r"^\s*([-*]|\d+\.) ")
 UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
 
 
@@ -126,10 +127,35 @@ def strip_source(text, parts, keep=()):
     return "\n".join(lines)
 
 
+def prose_blocks(lines):
+    """Markdown lines cut into blocks: paragraphs (blank lines between them), a list item
+    opening a block of its own; as lists of indices into `lines`."""
+    found, blank = [], True
+    for i, line in enumerate(lines):
+        if not line.strip():
+            blank = True
+            continue
+        if blank or LIST_ITEM.match(line) or not found:
+            found.append([i])
+        else:
+            found[-1].append(i)
+        blank = False
+    return found
+
+
 def strip_prose(lines, parts):
-    """Lines of prose (markdown) with each line holding a formula of `parts` replaced."""
-    return [derive(formula_hits(line, parts)) if formula_hits(line, parts) else line
-            for line in lines]
+    """Markdown lines less each block that holds a formula of `parts`: one sentence (a list
+    item's marker kept) says what to derive."""
+    out, cut = list(lines), set()
+    for block in prose_blocks(lines):
+        hit = list(dict.fromkeys(p for i in block for p in formula_hits(lines[i], parts)))
+        if hit:
+            item = LIST_ITEM.match(lines[block[0]])
+            out[block[0]] = ((item.group(0) if item else "") + "*Derive this yourself (assignment"
+                             f" part{'s' if len(hit) > 1 else ''} {', '.join(hit)}: this step"
+                             " is left out of the student copy).*")
+            cut.update(block[1:])
+    return [line for i, line in enumerate(out) if i not in cut]
 
 
 def strip_notebook(path, parts):
