@@ -154,19 +154,3 @@ def test_mpiexec_shards_token_batches_by_rows(tmp_path):
                           env=ENV, stdin=subprocess.DEVNULL)
     out = ok(done)                                  # batches of 2 to 24 rows
     assert "each takes 1/2 of the rows of every batch" in out and "6 steps in" in out
-
-
-def test_a_checkpoint_written_before_these_settings_existed_still_resumes(tmp_path):
-    from test_commands import _rewrite
-
-    def older(header):                              # as 0.1.0 wrote it, before NEWER
-        for name in ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings"):
-            header["metadata"]["settings"].pop(name, None)
-        return header
-    ok(nt("train", "--task", "copy", "--quick", "--steps", "4", "--no-figures",
-          "--no-progress", "--out", "r", cwd=tmp_path))
-    _rewrite(tmp_path / "r" / "last.npz", tmp_path / "r" / "old.npz", older)
-    assert "6 steps in" in ok(nt("train", "--resume", "r/old.npz", "--steps", "6",
-                                 "--keep-last", "1", "--no-figures", "--no-progress",
-                                 cwd=tmp_path))
-    assert [p.name for p in (tmp_path / "r").glob("step-*")] == ["step-6.npz"]   # resumable

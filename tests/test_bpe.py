@@ -180,7 +180,7 @@ def bpe_run(corpus):
 
 def test_train_bpe_saves_one_joint_vocabulary_and_one_matrix(bpe_run):
     config = json.loads((bpe_run / "config.json").read_text())
-    assert config["settings"]["bpe"] == 30 and config["settings"]["joint_vocab"] is True
+    assert config["data_config"]["bpe"] == 30 and config["data_config"]["joint_vocab"] is True
     assert config["model"]["share_embeddings"] is True and config["model"]["tie_embeddings"]
     src = Tokenizer.load(bpe_run / "src_tokenizer.json")
     tgt = Tokenizer.load(bpe_run / "tgt_tokenizer.json")

@@ -131,7 +131,7 @@ def test_a_different_file_given_on_resume_is_refused(tmp_path):
 
 
 def without_digests(path):
-    """Rewrite the checkpoint as an older version wrote it: no data digests in its settings."""
+    """Rewrite the checkpoint without data digests (as a run that recorded none)."""
     import hashlib
     import json
 
@@ -139,7 +139,7 @@ def without_digests(path):
 
     from numpy_transformer.checkpoint import format as fmt
     header, arrays = fmt.read_checkpoint_arrays(path)
-    del header["metadata"]["settings"]["data_sha256"]
+    header["metadata"]["data_config"]["sha256"] = {}
     raw = np.frombuffer(json.dumps(header, sort_keys=True).encode(), np.uint8)
     digest = np.frombuffer(hashlib.sha256(raw).hexdigest().encode(), np.uint8)
     np.savez(path, **{fmt._HEADER: raw, fmt._HEADER_DIGEST: digest}, **arrays)

@@ -129,7 +129,7 @@ def test_a_run_logs_plain_lines_and_writes_everything_in_its_folder(work, task_r
             "tgt_tokenizer.json"} <= names
     config = json.loads((task_run / "config.json").read_text())
     assert config["model"]["d_model"] == 32 and config["train"]["steps"] == 40
-    assert config["settings"]["task"] == "reverse"
+    assert config["data_config"]["task"] == "reverse" and config["kind"] == "seq2seq"
     done = nt("train", "--task", "copy", "--quick", "--no-progress", "--out", "runs/log",
               cwd=work)
     out = ok(done)

@@ -204,7 +204,7 @@ def test_checkpoints_older_than_run_ids_still_average(tmp_path):
 
 @pytest.mark.parametrize("write", [
     lambda header: "[" * 100_000 + "]" * 100_000,                        # nested too deep
-    lambda header: json.dumps(header).replace('"version": 1', '"version": ' + "9" * 5000),
+    lambda header: json.dumps(header).replace('"version": 2', '"version": ' + "9" * 5000),
     lambda header: json.dumps(header).replace('"step": 2', '"step": NaN'),
     lambda header: json.dumps(header).replace('"step": 2', '"step": -Infinity'),
     lambda header: "not JSON"])
@@ -222,17 +222,22 @@ def run_folder(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("setting, value, named", [
-    ("steps", "x", "--steps"), ("seed", -1, "--seed"), ("task", ["copy"], "--task"),
-    ("max_len", None, "--max-len"), ("src", 5, "--src"), ("norm_first", 1, "--norm-first"),
-    ("data_sha256", [1], "data_sha256")])
-def test_crafted_resume_settings_are_one_error_line(run_folder, setting, value, named):
+@pytest.mark.parametrize("where, setting, value", [
+    (["metadata", "train_config"], "steps", "x"), (["metadata", "data_config"], "seed", -1),
+    (["metadata", "data_config"], "task", ["copy"]), (["metadata", "data_config"], "max_len", None),
+    (["metadata", "data_config"], "src", 5), (["config"], "norm_first", 1),
+    (["metadata", "data_config"], "sha256", [1]), (["metadata", "run_config"], "figures", 3),
+    (["metadata", "train_config"], "no_such_field", 1)])
+def test_crafted_resume_configurations_are_one_error_line(run_folder, where, setting, value):
     header, arrays = read_checkpoint_arrays(run_folder / "r" / "last.npz")
-    header["metadata"]["settings"][setting] = value
+    section = header
+    for key in where:
+        section = section[key]
+    section[setting] = value
     os.mkdir(run_folder / "c")
     craft(run_folder / "c" / "last.npz", header, arrays)
     error(nt("train", "--resume", "c/last.npz", "--steps", "8", "--no-progress",
-             cwd=run_folder), 2, "c/last.npz", "settings", named)
+             cwd=run_folder), 2, "c/last.npz", where[-1], setting)
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"train": [{"step": "x"}], "eval": []}',
@@ -376,7 +381,7 @@ def test_any_damaged_history_or_config_json_reads_correctly_or_is_an_input_error
         assert "config.json" in str(err), str(err)
 
 
-@pytest.mark.parametrize("edit", [_set(["version"], 2), _set(["metadata", "tokenizers"], 0),
+@pytest.mark.parametrize("edit", [_set(["version"], 3), _set(["metadata", "tokenizers"], 0),
                                   _retype("model/", np.float16), _set(["config"], [])])
 @pytest.mark.parametrize("command", ["translate", "evaluate", "average", "generate"])
 def test_a_crafted_checkpoint_is_one_error_line_for_every_command(run, tmp_path, edit,

@@ -22,12 +22,12 @@ def samples():
 
 
 def test_task_names():
-    assert TASKS == ("copy", "reverse", "sort", "addition", "dates")
+    assert tuple(TASKS) == ("copy", "reverse", "sort", "addition", "dates")
     for name in TASKS:
         assert get_task(name).name == name
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", tuple(TASKS))
 def test_splits_never_overlap(samples, name):
     task, train, test = samples[name]
     assert len(train) == 3000 and len(test) == 1000

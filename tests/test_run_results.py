@@ -87,7 +87,7 @@ def test_bleu_tokenize_is_a_setting_of_train_and_evaluate(runs):
                 *QUICK, "--out", "runs/none", cwd=runs))
     assert "bleu" in out
     config = json.loads((runs / "runs" / "none" / "config.json").read_text())
-    assert config["settings"]["bleu_tokenize"] == "none"
+    assert config["data_config"]["bleu_tokenize"] == "none"
     out = ok(nt("evaluate", "--checkpoint", "runs/none/best.npz", "--src", "train.src",
                 "--tgt", "train.tgt", cwd=runs))
     assert "(BLEU tokenize=none)" in out                          # the run's setting

@@ -1,7 +1,7 @@
 """Checkpoint averaging: one model whose weights are the mean of several checkpoints' weights.
 
     model, metadata = average_checkpoints(["runs/x/step-800.npz", "runs/x/step-900.npz"])
-    save_average(paths, "runs/x/avg.npz")        # what `average CKPT... --out AVG` does
+    save_average(paths, "runs/x/avg.npz")        # what the `average` command does
 
 With a learning rate that stays high, the last updates of a run do not settle:
 the weights wander around a minimum, each step's noise pushing them one way or
@@ -124,10 +124,10 @@ def save_average(paths, out, *, overwrite=False):
     An existing `out` is refused unless overwrite."""
     out = str(out)
     if os.path.exists(out) and not overwrite:
-        raise InputError(f"{out} already exists; choose another --out, or replace it with "
-                         f"--overwrite")
+        raise InputError(message("out", "a new file (or `overwrite` to replace it)",
+                                 f"{out}, which already exists"))
     if os.path.isdir(out):
-        raise InputError(message("--out", "a file name (AVG.npz)", f"the folder {out}"))
+        raise InputError(message("out", "a file name (AVG.npz)", f"the folder {out}"))
     model, metadata = average_checkpoints(paths)
     save_checkpoint(out, model, None, **metadata)
     return metadata

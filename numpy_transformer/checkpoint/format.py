@@ -27,6 +27,7 @@ import numpy as np
 from ..backend import to_numpy
 from ..errors import InputError, InputTypeError
 from ..system.files import atomic_write, check_regular_file
+from ..version import __version__
 from .header import FORMAT, VERSION, check_arrays, check_header, parse_header
 from .inspect import inspect_archive
 
@@ -69,7 +70,8 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
     """Write model weights (and optimizer state, and `metadata`) to `path` atomically."""
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
     optim = None if optimizer is None else split_state(optimizer.state_dict(), "optim", arrays)
-    header = {"format": FORMAT, "version": VERSION, "model_class": type(model).__name__,
+    header = {"format": FORMAT, "version": VERSION, "written_by": f"numpy_transformer "
+              f"{__version__}", "model_class": type(model).__name__,
               "config": model.config.to_dict(), "optimizer": optim, "metadata": metadata,
               "checksums": {k: _digest(v) for k, v in arrays.items()}}
     try:

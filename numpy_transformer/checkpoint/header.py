@@ -7,7 +7,8 @@ field that loading, resuming or averaging reads is checked here first, once:
     format, version         this format, of this version
     model_class, config     a name and a dict (load.py checks the settings themselves)
     optimizer, checksums    a dict (or None) and a dict of every array
-    metadata                a dict; its step, kind, run_id, tokenizers, settings, the
+    metadata                a dict; its step, kind, run_id, tokenizers, configurations
+                            (train_config, data_config, run_config), the
                             resume state (data_state, dropout_states, best,
                             training_seconds) of the types a Trainer writes
     arrays                  weights and optimizer buffers only, of one floating dtype,
@@ -26,12 +27,12 @@ from ..errors import InputError
 from ..validation import message
 
 FORMAT = "numpy_transformer.checkpoint"
-VERSION = 1
+VERSION = 2              # 2: typed configurations (data_config, train_config); 1: 0.1.0's
 KIND_NAMES = ("seq2seq", "lm")           # runs.KINDS says what each one is
 _FIELDS = {"model_class": str, "config": dict, "metadata": dict, "checksums": dict}
-_METADATA = {"kind": str, "run_id": str, "tokenizers": dict, "settings": dict,
-             "train_config": dict, "data_state": dict, "dropout_states": list, "best": dict,
-             "averaged_from": list, "averaged_steps": list}
+_METADATA = {"kind": str, "run_id": str, "tokenizers": dict, "data_config": dict,
+             "run_config": dict, "train_config": dict, "data_state": dict,
+             "dropout_states": list, "best": dict, "averaged_from": list, "averaged_steps": list}
 
 
 def parse_header(raw, path):
@@ -64,6 +65,11 @@ def check_header(header, path):
     def field(name, expected, got):
         return InputError(message(f"checkpoint {path}: {name}", expected, got))
     version = header.get("version")
+    if _is_int(version) and version == 1:
+        raise InputError(f"checkpoint {path}: written by numpy_transformer 0.1.0 (checkpoint "
+                         f"format 1, which saved the command line's settings); this version "
+                         f"reads format {VERSION} (typed configurations) only: train the run "
+                         f"again with this version, or use it with numpy_transformer 0.1.0")
     if not _is_int(version) or version != VERSION:
         raise field("version", f"format version {VERSION}", repr(version)[:80])
     for name, kind in _FIELDS.items():

@@ -2,7 +2,7 @@
 
     model, tokenizers, meta = load_run("runs/reverse/best.npz")
     meta["kind"]        # "seq2seq" (written by `train`) or "lm" (written by `train-lm`)
-    meta["settings"]    # every setting of the run (the command line's options)
+    meta["train_config"], meta["data_config"]   # the run's TrainConfig and DataConfig fields
 """
 
 import os
@@ -25,10 +25,11 @@ def run_kind(ckpt):
     return "lm" if type(ckpt.model).__name__ == "GPT" else "seq2seq"
 
 
-def load_run(path, kind=None, *, option="--checkpoint", ckpt=None):
+def load_run(path, kind=None, *, option="checkpoint", ckpt=None):
     """(model, {name: tokenizer}, metadata) of a checkpoint of `kind` ("seq2seq", "lm" or
     None for either); metadata["kind"] says which it is. Tokenizers come from the
-    checkpoint, or from <name>_tokenizer.json beside it."""
+    checkpoint, or from <name>_tokenizer.json beside it. `option`: the parameter (or the
+    caller's option) that named `path`, for errors."""
     from ..data import Tokenizer
     ckpt = ckpt if ckpt is not None else load_checkpoint(path)
     found = run_kind(ckpt)

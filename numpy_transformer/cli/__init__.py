@@ -26,7 +26,7 @@ import sys
 from ..version import __version__
 from ..errors import InputError, TrainingDiverged
 from ..training.signals import EXIT_STATUS, silence_stdout
-from .options import Parser
+from .options import Parser, option_names
 
 
 def build_parser(command=None):
@@ -46,6 +46,8 @@ def build_parser(command=None):
     data.add_parsers(commands)
     lessons.add_parsers(commands)
     assignment.add_subcommand(commands, list_parts=command == "assignment")
+    for sub in commands.choices.values():      # its errors name its options (_report)
+        sub.set_defaults(command_parser=sub)
     return parser
 
 
@@ -78,7 +80,7 @@ def main(argv=None):
     except Exception as err:
         if args.debug:
             raise
-        return _report(err)
+        return _report(err, getattr(args, "command_parser", None))
     except KeyboardInterrupt:
         if args.debug:
             raise
@@ -86,8 +88,10 @@ def main(argv=None):
         return 130
 
 
-def _report(err):
-    """Print one error line (two for a bug); return the exit status."""
+def _report(err, parser=None):
+    """Print one error line (two for a bug); return the exit status. An InputError naming a
+    parameter (an OSError: one in backquotes) names the option of `parser` (the command's)
+    that sets it instead."""
     if isinstance(err, BrokenPipeError):             # the reader of our output went away
         silence_stdout()
         return EXIT_STATUS["closed output"]
@@ -95,10 +99,10 @@ def _report(err):
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 1
     if isinstance(err, InputError):
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        print(f"error: {option_names(_one_line(err), parser)}", file=sys.stderr)
         return 2
     if isinstance(err, OSError):
-        print(f"error: {_os_error(err)}", file=sys.stderr)
+        print(f"error: {option_names(_os_error(err), parser, head=False)}", file=sys.stderr)
         return 2
     if isinstance(err, MemoryError):
         print("error: out of memory; try smaller sizes (rerun with --debug for the "

@@ -66,7 +66,8 @@ def run_data(args):
     saved = fetch(args.dataset, args.out, base_url=args.base_url, manifest=manifest,
                   progress=None if args.no_progress else progress)
     print(f"\nReproduce {ABOUT[args.dataset]}:")
-    for line in dataset.commands({k: shlex.quote(v) for k, v in saved.items()}):
+    from ..tools.recipes import dataset_commands        # README bookkeeping: loaded here
+    for line in dataset_commands(args.dataset, {k: shlex.quote(v) for k, v in saved.items()}):
         print(f"  {line}")
     return 0
 

@@ -3,7 +3,7 @@
     python -m numpy_transformer train --resume runs/translation/last.npz --src NEW.de --tgt NEW.en
     python -m numpy_transformer train-lm --resume runs/lm/last.npz --text NEW.txt
 
-A run records the SHA-256 digest of each data file it names (settings["data_sha256"],
+A run records the SHA-256 digest of each data file it names (DataConfig.sha256,
 saved in every checkpoint) when it starts. On `--resume` each file is looked for at the
 path the run saved, or at the new path given with its option, which must have the digest
 the run recorded (a moved file is the same file; another one is refused). A file changed
@@ -14,12 +14,13 @@ digests were recorded takes a new path with a warning.
 import os
 import shlex
 
+from ..data.config import FILES
 from ..errors import InputError
 from ..system.files import file_sha256
 from ..validation import message
 
-# The data files a run may name, by setting (each is also the option: src -> --src).
-FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
+# FILES: the data files a run may name, by DataConfig field (each is also the option:
+# src -> --src).
 
 
 def option(name):
@@ -28,18 +29,18 @@ def option(name):
 
 def record_digests(settings):
     """Make the settings' data paths absolute (so that --resume works from anywhere) and
-    record their SHA-256 digests in settings["data_sha256"]."""
+    record their SHA-256 digests in settings["sha256"]."""
     for name in FILES:
         if settings.get(name):
             settings[name] = os.path.abspath(settings[name])
-    settings["data_sha256"] = {name: file_sha256(settings[name], option(name))
-                               for name in FILES if settings.get(name)}
+    settings["sha256"] = {name: file_sha256(settings[name], option(name))
+                          for name in FILES if settings.get(name)}
 
 
 def find_data(settings, given, resume, command):
     """Point a resumed run's settings at its data files: the new paths `given` (options
     named as settings), else the saved ones; each checked against the recorded digest."""
-    recorded = dict(settings.get("data_sha256") or {})
+    recorded = dict(settings.get("sha256") or {})
     for name in FILES:
         if given.get(name) and not settings.get(name):
             print(f"note: the run in {resume} has no {option(name)} file; ignoring "
@@ -50,7 +51,7 @@ def find_data(settings, given, resume, command):
             settings[name] = path
         elif settings.get(name):
             _check_saved(settings[name], name, recorded.get(name), resume, command)
-    settings["data_sha256"] = recorded
+    settings["sha256"] = recorded
 
 
 def _checked(path, name, digest, resume):

@@ -8,22 +8,22 @@ import numpy as np
 
 from ..checkpoint import load_run
 from ..validation import message
-from ..data import UNK_ID, encode_pairs, get_task, load_text
+from ..data import TASKS, UNK_ID, DataConfig, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError
 from ..training.metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
+from .configs import data_config
 from .options import (MAX_EXAMPLES, add_common, examples_int, nonnegative_float,
                       nonnegative_int, positive_int)
 from .outputs import check_outputs, overwrite_option
 
 
 def add_parsers(commands):
-    from ..data import TASKS
     p = commands.add_parser("evaluate", help="score a checkpoint on held-out data",
                             description="Exact match and token accuracy (tasks), BLEU "
                             "(corpora) or loss and perplexity (language models).")
     p.add_argument("--checkpoint", required=True, help="a .npz written by train or train-lm")
-    p.add_argument("--task", choices=TASKS, help="task to test on (default: the trained one)")
+    p.add_argument("--task", choices=tuple(TASKS), help="task to test on (default: the trained one)")
     p.add_argument("--src", help="source sentences, one per line")
     p.add_argument("--tgt", help="reference translations, line-aligned with --src")
     p.add_argument("--tsv", help="'source<TAB>reference' lines")
@@ -109,7 +109,8 @@ def _evaluation_pairs(args, meta, toks):
         _warn_unknown([i for s, _ in encoded for i in s], where + " (sources)", "words")
         _warn_unknown([i for _, t in encoded for i in t], where + " (references)", "words")
         return encoded, [t for _, t in pairs], None, f"{len(pairs)} sentence pairs of {where}"
-    name = args.task or meta.get("task")
+    data = data_config(meta, args.checkpoint)
+    name = args.task or (data.task if data else None)
     if name is None:
         raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
     task = get_task(name)
@@ -171,20 +172,16 @@ def run_evaluate(args):
         raise InputError(message("evaluation data", f"pairs of at most {model.config.max_len} "
                                  f"tokens (the model's max_len)", "only longer ones"))
     references = None if references is None else [references[i] for i in keep]
-    lowercase = bool((meta.get("settings") or {}).get("lowercase"))
+    data = data_config(meta, args.checkpoint) or DataConfig()
+    lowercase = data.lowercase
     scores = evaluate_seq2seq(model, kept, tgt_tokenizer=toks["tgt"], bleu=references is not None,
                               max_len=max_len, beam_size=args.beam, references=references,
                               lowercase=lowercase, length_penalty=args.alpha,   # plain loss
-                              bleu_tokenize=_bleu_tokenize(args, meta))
+                              bleu_tokenize=args.bleu_tokenize or data.bleu_tokenize)
     scores.pop("predictions")
-    tokenize = _bleu_tokenize(args, meta) if "bleu" in scores else None
+    tokenize = (args.bleu_tokenize or data.bleu_tokenize) if "bleu" in scores else None
     print(f"{what}: {format_metrics(scores)}" + (f" (BLEU tokenize={tokenize})" if tokenize else ""))
     return _write_json(args, what, scores, bleu_tokenize=tokenize)
-
-
-def _bleu_tokenize(args, meta):
-    """--bleu-tokenize, else the training run's setting, else 13a."""
-    return args.bleu_tokenize or (meta.get("settings") or {}).get("bleu_tokenize") or "13a"
 
 
 def _write_json(args, what, scores, bleu_tokenize=None):

@@ -13,6 +13,7 @@ import time
 from functools import partial
 
 from ..checkpoint import load_run
+from ..data import DataConfig
 from ..data.corpus import text_data
 from ..data.loaders import load_text
 from ..decoding import generate_text
@@ -20,8 +21,9 @@ from ..training.metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
 from . import run
-from .options import (add_common, add_model_options, add_training_options, config_from,
-                      describe, nonnegative_int, positive_float, positive_int, raw_formatter)
+from .configs import config_from, metadata
+from .options import (add_common, add_model_options, add_training_options, describe,
+                      nonnegative_int, positive_float, positive_int, raw_formatter)
 
 LM = dict(d_model=128, num_heads=4, d_ff=512, num_layers=4, dropout=0.1, norm_first=True,
           attention="mha", max_len=64, steps=2000, batch_size=32, lr=2e-3, warmup=100,
@@ -51,7 +53,7 @@ def add_parsers(commands):
     add_model_options(p, encoder_decoder=False)
     add_training_options(p, keep_last=True)
     add_common(p)
-    p.set_defaults(run=run_train_lm, settings_parser=p)     # resumed settings: checked by it
+    p.set_defaults(run=run_train_lm)
 
     p = commands.add_parser("generate", help="continue a prompt with a trained GPT",
                             description="Sample text from a checkpoint written by train-lm.")
@@ -77,7 +79,8 @@ def run_train_lm(args):
     if not s["text"]:
         raise InputError("train-lm needs --text FILE (or --resume CKPT)")
     s["out"] = s["out"] or "runs/lm"
-    tok, train_ids, val_ids = text_data(s, _saved_tokenizer(ckpt, s["text"]))
+    data_config = config_from(DataConfig, s)
+    tok, train_ids, val_ids = text_data(data_config, _saved_tokenizer(ckpt, s["text"]))
     stream = TextStream(train_ids, s["batch_size"], s["max_len"], s["seed"])
     if ckpt is not None:
         model = ckpt.model
@@ -91,7 +94,7 @@ def run_train_lm(args):
             f"characters)")
     trainer, result, status = run.train(args, s, model, stream, ckpt, what, evaluate=evaluate,
                                         best_metric="loss", tokenizers={"text": tok},
-                                        metadata={"kind": "lm", "settings": s})
+                                        metadata=metadata("lm", data_config, s))
     if status is not None:
         return status
     final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])

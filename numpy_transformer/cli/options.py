@@ -1,11 +1,16 @@
 """The options the commands share, named as the configuration fields they set.
 
-An option's destination is the name of the field it sets, so a run's settings
-(a flat dict saved in every checkpoint and in config.json) map onto the
-configurations by name alone, with `dataclasses.fields`:
+An option's destination is the name of the field it sets, so a run's resolved
+options map onto the configurations by name alone, with `dataclasses.fields`
+(configs.py):
 
     --d-model, --num-heads, --d-ff, --num-layers, ... -> TransformerConfig / GPTConfig
     --steps, --lr, --warmup, --clip-norm, --batch-size, ... -> TrainConfig
+    --task, --src, --bpe, --max-len, --eval-examples, ... -> DataConfig
+    --out, --figures, --no-figures -> RunOptions
+
+The library names parameters in its errors, never options; `option_names` (used
+by the error report, cli/__init__.py) names the option instead.
 
 (`--num-layers` sets both num_encoder_layers and num_decoder_layers of an
 encoder-decoder; the older short names `--heads`, `--layers`, `--clip` and
@@ -13,11 +18,7 @@ encoder-decoder; the older short names `--heads`, `--layers`, `--clip` and
 """
 
 import argparse
-from dataclasses import fields
-
-from ..errors import InputError
-from ..validation import message
-
+import re
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: 'prog: error: ...' (the usage is under --help)."""
@@ -136,55 +137,30 @@ def add_training_options(p, token_batches=False, keep_last=False):
                    help="a tiny run of a few seconds (smoke tests, CI)")
 
 
-def check_saved(saved, names, parser, preset, source):
-    """InputError naming `source` and the option unless each of the settings `names` saved
-    in a checkpoint is a value its option could have given (the option's own type, range
-    and choices; null only where the preset has none): a crafted checkpoint's settings
-    meet the command line's checks. Data digests: a {option: SHA-256} dict."""
-    options = {action.dest: action for action in parser._actions} if parser else {}
-    for name in names:
-        value, action = saved.get(name), options.get(name)
-        fits = preset.get(name) is None if value is None else \
-            action is None or _could_give(action, value)
-        if not fits:
-            raise InputError(message(f"{source}: settings: --{name.replace('_', '-')}",
-                                     "a value the option takes", repr(value)[:80]))
-    digests = saved.get("data_sha256") or {}
-    if not isinstance(digests, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                for k, v in digests.items()):
-        raise InputError(message(f"{source}: settings: data_sha256", "a dict of SHA-256 "
-                                 "digests by option", repr(digests)[:80]))
+# Parameters the library names otherwise than the option that sets them.
+ALIASES = {"beam_size": "beam"}
 
 
-def _could_give(action, value):
-    """True if the option of `action` could have given `value` on a command line."""
-    if action.nargs == 0:                                    # a flag: True or False
-        return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return False
-    if action.choices is not None and value not in action.choices:
-        return False
-    if action.type is None:
-        return isinstance(value, str)
-    try:
-        return action.type(str(value)) == value
-    except (argparse.ArgumentTypeError, ValueError, TypeError):
-        return False
+def option_strings(parser):
+    """{parameter: its option, '--x-y'} of a command's parser (the first long spelling)."""
+    found = {}
+    for action in getattr(parser, "_actions", ()):
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs:
+            found.setdefault(action.dest, longs[0])
+    for parameter, dest in ALIASES.items():
+        if dest in found:
+            found[parameter] = found[dest]
+    return found
 
 
-def config_from(cls, settings, **extra):
-    """cls(**the settings named as its fields); an error names the option, not the field."""
-    names = {f.name for f in fields(cls)}
-    values = {k: v for k, v in settings.items() if k in names and v is not None}
-    try:
-        return cls(**{**values, **extra})
-    except InputError as err:
-        raise InputError(option_names(str(err), names)) from None
-
-
-def option_names(text, names):
-    """'warmup: expected ...' -> '--warmup: expected ...' when `warmup` is an option's field."""
-    head, sep, rest = text.partition(":")
-    if sep and head in names:
-        return f"--{head.replace('_', '-')}:{rest}"
+def option_names(text, parser, head=True):
+    """'max_len: expected ...' -> '--max-len: expected ...': an error that names a parameter
+    (the library speaks parameters: first, before its colon, and in backquotes inside the
+    sentence, `joint_vocab`) names the option of `parser` that sets it instead."""
+    options = option_strings(parser)
+    text = re.sub(r"`(\w+)`", lambda m: options.get(m.group(1), m.group(0)), text)
+    name, sep, rest = text.partition(":")
+    if head and sep and name in options:
+        return f"{options[name]}:{rest}"
     return text

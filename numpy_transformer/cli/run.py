@@ -1,9 +1,11 @@
 """What `train` and `train-lm` share: settings, resuming, the Trainer, figures, the ending.
 
 Settings come from, in increasing priority: the command's presets (defaults,
-then the task's or the corpus's), `--quick`, then the options given. A
-`--resume CKPT` reuses the settings saved in the checkpoint (only RESUMABLE
-ones may change), so `--resume CKPT` alone continues any run.
+then the task's or the corpus's), `--quick`, then the options given. The
+resolved settings (named as the configurations' fields) become the typed
+configurations once (configs.py), which the checkpoints save. A `--resume CKPT`
+reuses the configurations saved in the checkpoint (only RESUMABLE settings may
+change), so `--resume CKPT` alone continues any run.
 
 Under `mpiexec -n N` both commands train data-parallel (training/distributed.py):
 every rank runs the command; rank 0 alone prints, claims the run folder, writes
@@ -24,14 +26,11 @@ from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from .data_files import FILES, find_data, record_digests
-from .options import check_saved, config_from
+from .configs import config_from, saved_settings
 from .outputs import check_figures_folder, check_name
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
              "keep_last")
-# Settings added after 0.1.0's first checkpoints: absent from those, where they were off.
-NEWER = ("batch_tokens", "keep_last", "bpe", "joint_vocab", "share_embeddings",
-         "bleu_tokenize")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 
 
@@ -42,7 +41,7 @@ def resolve_settings(args, kind, names, presets, quick):
         if name in explicit:
             check_name(f"--{name}", explicit[name])
     if args.resume:
-        return _resumed_settings(args, kind, names, explicit, presets[0])
+        return _resumed_settings(args, kind, names, explicit)
     settings = dict.fromkeys(names)
     for preset in presets + ([quick] if args.quick else []):
         settings.update(preset)
@@ -82,21 +81,14 @@ def _refuse_average(path, ckpt, kind):
                      f"{shlex.quote(str(path))}, or continue the run itself: {run}")
 
 
-def _resumed_settings(args, kind, names, explicit, preset):
+def _resumed_settings(args, kind, names, explicit):
     ckpt = load_checkpoint(args.resume)
     found = run_kind(ckpt)
     if found != kind:
         raise InputError(message("--resume", KINDS[kind], f"{args.resume}, {KINDS[found]}; "
                                  f"continue it with: {continue_command(found, args.resume)}"))
     _refuse_average(args.resume, ckpt, kind)
-    saved = ckpt.metadata.get("settings")
-    if isinstance(saved, dict):
-        saved = {**dict.fromkeys(n for n in NEWER if n in names), **saved}
-    if not isinstance(saved, dict) or not set(names) <= set(saved):
-        raise InputError(message("--resume", f"a checkpoint written by `{COMMANDS[kind]}` of "
-                                 f"this version", f"{args.resume} (its saved settings are "
-                                 f"missing or from another version)"))
-    check_saved(saved, names, getattr(args, "settings_parser", None), preset, args.resume)
+    saved = saved_settings(ckpt, args.resume)
     ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
                      and explicit[k] != saved.get(k))
     if ignored:

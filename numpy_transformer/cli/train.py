@@ -13,23 +13,21 @@ import time
 from functools import partial
 
 from ..checkpoint import load_run
+from ..data import TASKS, DataConfig
 from ..data.corpus import seq2seq_data
-from ..errors import InputError
 from ..training.metrics import evaluate_seq2seq, format_metrics, sequence_accuracy
 from ..models import TransformerConfig, build_transformer
 from ..training import PairStream
 from . import run
-from .options import (add_common, add_model_options, add_training_options, config_from,
-                      describe, examples_int, MAX_EXAMPLES, option_names, positive_int,
-                      raw_formatter)
+from .configs import config_from, metadata
+from .options import (add_common, add_model_options, add_training_options, describe,
+                      examples_int, MAX_EXAMPLES, positive_int, raw_formatter)
 
 SEQ2SEQ = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.0, norm_first=True,
                attention="mha", max_len=64, steps=3000, batch_size=64, lr=3e-3, warmup=200,
                schedule="cosine", label_smoothing=0.1, clip_norm=1.0, weight_decay=0.0, seed=0,
                eval_every=500, checkpoint_every=500, log_every=100, eval_examples=1000,
                min_freq=1)
-TASKS = {"copy": dict(steps=1500), "reverse": dict(steps=3000), "sort": dict(steps=2000),
-         "addition": dict(steps=6000), "dates": dict(steps=3000)}
 CORPUS = dict(d_model=128, d_ff=512, dropout=0.1, lr=1e-3, warmup=400, steps=4000,
               max_len=256, eval_examples=500, eval_every=1000, checkpoint_every=1000)
 QUICK = dict(steps=40, warmup=4, eval_every=20, checkpoint_every=20, log_every=10, d_model=32,
@@ -44,8 +42,7 @@ SETTINGS = ("task", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test
 
 
 def add_parser(commands):
-    from ..data import TASKS as task_names
-    tasks = "\n".join(f"  {name:9s} {describe(TASKS[name])}" for name in TASKS)
+    tasks = "\n".join(f"  {name:9s} {describe(spec.defaults)}" for name, spec in TASKS.items())
     p = commands.add_parser(
         "train", help="train an encoder-decoder Transformer on a task or a parallel corpus",
         description="Train an encoder-decoder Transformer, print held-out accuracy and example "
@@ -54,7 +51,7 @@ def add_parser(commands):
         epilog=f"defaults: {describe(SEQ2SEQ)}\nper task:\n{tasks}\ncorpus: {describe(CORPUS)}"
         f"\n--quick: {describe(QUICK)}", formatter_class=raw_formatter())
     g = p.add_argument_group("data (a task, or a corpus)")
-    g.add_argument("--task", choices=task_names, help="a built-in task (default reverse)")
+    g.add_argument("--task", choices=tuple(TASKS), help="a built-in task (default reverse)")
     g.add_argument("--src", help="source side of a parallel corpus, one sentence per line")
     g.add_argument("--tgt", help="target side, line-aligned with --src")
     g.add_argument("--tsv", help="a corpus as 'source<TAB>target' lines")
@@ -82,12 +79,12 @@ def add_parser(commands):
     add_model_options(p, encoder_decoder=True)
     add_training_options(p, token_batches=True, keep_last=True)
     add_common(p)
-    p.set_defaults(run=run_train, settings_parser=p)     # resumed settings: checked by it
+    p.set_defaults(run=run_train)
 
 
 def _settings(args):
     corpus = bool(args.src or args.tgt or args.tsv)
-    specific = CORPUS if corpus else TASKS[args.task or "reverse"]
+    specific = CORPUS if corpus else TASKS[args.task or "reverse"].defaults
     s, ckpt = run.resolve_settings(args, "seq2seq", SETTINGS, [SEQ2SEQ, specific], QUICK)
     if ckpt is None:
         if not corpus:
@@ -104,7 +101,9 @@ def run_train(args):
     start = time.perf_counter()
     run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = _settings(args)
-    data = seq2seq_data(s, _saved_tokenizers(ckpt))
+    data_config = config_from(DataConfig, s)
+    data = seq2seq_data(data_config, _saved_tokenizers(ckpt),
+                        share_embeddings=bool(s["share_embeddings"]))
     for split, (dropped, total) in data.dropped.items():
         print(f"note: dropped {dropped} of {total} {split} pairs longer than --max-len "
               f"{s['max_len']} tokens")
@@ -128,7 +127,7 @@ def run_train(args):
         args, s, model, stream, ckpt, what, evaluate=evaluate,
         best_metric="bleu" if data.bleu else "exact_match",
         tokenizers={"src": data.src_tok, "tgt": data.tgt_tok},
-        metadata={"kind": "seq2seq", "task": s.get("task"), "settings": s})
+        metadata=metadata("seq2seq", data_config, s))
     if status is not None:
         return status
     results = report(result, data, time.perf_counter() - start, model, s)
@@ -145,17 +144,13 @@ def _stream(data, s):
     """The training batches: fresh examples of a task every epoch, or the corpus's pairs;
     with --batch-tokens, says how full its batches are."""
     tokens = s.get("batch_tokens")
-    try:
-        if data.task is not None:
-            stream = PairStream.from_task(data.task, data.src_tok, s["batch_size"], s["seed"],
-                                          batch_tokens=tokens)
-        else:
-            stream = PairStream(s["batch_size"], s["seed"], pairs=data.train,
-                                batch_tokens=tokens)
-        if tokens:
-            print(stream.summary())
-    except InputError as err:
-        raise InputError(option_names(str(err), {"batch_tokens"})) from None
+    if data.task is not None:
+        stream = PairStream.from_task(data.task, data.src_tok, s["batch_size"], s["seed"],
+                                      batch_tokens=tokens)
+    else:
+        stream = PairStream(s["batch_size"], s["seed"], pairs=data.train, batch_tokens=tokens)
+    if tokens:
+        print(stream.summary())
     return stream
 
 

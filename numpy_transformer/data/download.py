@@ -1,5 +1,5 @@
-"""The public data sets behind the README's two headline results: which files, from where,
-with which SHA-256, and a download that resumes, verifies and never half-writes a file.
+"""Downloading the public data sets of datasets.py: a download that resumes, verifies each
+file's SHA-256 and never half-writes a file.
 
     from numpy_transformer.data.download import fetch
     paths = fetch("shakespeare", "data")     # {'tinyshakespeare.txt': 'data/tinyshakespeare.txt'}
@@ -22,17 +22,13 @@ import os
 import urllib.error
 import urllib.request
 import zlib
-from dataclasses import dataclass
 
 from ..version import __version__
 from ..validation import message
 from ..errors import InputError
 from ..system.files import atomic_write, check_regular_file, file_sha256, read_regular
+from .datasets import DATASETS, GITHUB
 
-GITHUB = "https://raw.githubusercontent.com"        # the default --base-url
-CHAR_RNN = "karpathy/char-rnn/master/data/tinyshakespeare"
-# Pinned to the commit that PROVENANCE names, so that the files (and digests) cannot move.
-MULTI30K = "multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1"
 CHUNK = 1 << 16           # bytes read at a time
 TIMEOUT = 60              # seconds a silent server is waited for
 
@@ -41,152 +37,19 @@ class DownloadError(OSError):
     """The server could not be reached, answered with an error, or stopped sending."""
 
 
-@dataclass(frozen=True)
-class RemoteFile:
-    """One file of a data set.
-
-    path: where it lands under the --out folder; source: its path under the base URL (a .gz
-    is decompressed on arrival); sha256: the digest of the file as saved.
-    """
-
-    path: str
-    source: str
-    sha256: str
-
-    @property
-    def gzipped(self):
-        return self.source.endswith(".gz")
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """A data set: its files, and the commands (given the saved paths) that use them."""
-
-    title: str
-    files: tuple
-    commands: object      # callable: {path under --out: shell-quoted saved path} -> [lines]
-
-
-# Digests: tinyshakespeare.txt and the tok/ files as listed in shared/data/PROVENANCE.md; the
-# raw files as computed from the gunzipped copies under shared/data/multi30k/ (PROVENANCE
-# names their origin but lists no digest for them), so they are checked after decompression.
-TOK = {
-    "train.lc.norm.tok.de": "cb5a23529b65ec2061f1dc446192a9c37382b63cc75f81a0be59d34894b3a505",
-    "train.lc.norm.tok.en": "08925f8e0572bcd5a006702fc5fe20e2d77c6917d4eebd576fc20de6693c2119",
-    "val.lc.norm.tok.de": "97232bd273eceb7207f689527386a97e4be2616b18ada47576bdaf96c8ae1f00",
-    "val.lc.norm.tok.en": "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec",
-    "test_2016_flickr.lc.norm.tok.de":
-        "c6a33d39d48f9f510de147651316cd9d918e09ad0219df734a2f16b6baccacc4",
-    "test_2016_flickr.lc.norm.tok.en":
-        "5b7f32627cf99eced828311b955dae9800bb52bc8b91cf8b6526829e605b29d2",
-    "test_2017_flickr.lc.norm.tok.de":
-        "02067e4a9402786a4fcb8c1b6f4307e4a5073ced64800abead5273b54f5f31f6",
-    "test_2017_flickr.lc.norm.tok.en":
-        "c9d1dfd7a26add989382e534af235af9f0f658b2a30e7eb0efdaf142496ee54f",
-    "test_2017_mscoco.lc.norm.tok.de":
-        "e2825990b8a4e5289d2cdba801d57c187810bab9b4f5d87a30c35800a0d871b6",
-    "test_2017_mscoco.lc.norm.tok.en":
-        "fe69ae004d71c42ead0301e70c57de5b1b6b5fb7f52210d42b22801e98e656f3",
-}
-RAW = {
-    "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
-    "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
-    "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
-    "val.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
-    "test_2016_flickr.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
-    "test_2016_flickr.en": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
-}
-
-
-def _shakespeare_commands(p):
-    text = p["tinyshakespeare.txt"]
-    return [f"python -m numpy_transformer train-lm --text {text} --steps 4000",
-            f"python -m numpy_transformer train-lm --text {text} --d-model 128 --num-layers 4 "
-            "--num-heads 4 --d-ff 512 --dropout 0.05 --lr 3e-3 --warmup 200 --batch-size 32 "
-            "--max-len 128 --steps 6000 --out runs/lm_big",
-            'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
-
-
-MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
-# The paper's recipe (docs/multi30k_recipe.md): BPE over a joint vocabulary, one shared
-# embedding matrix, 2000-token batches, 2 MPI ranks (one per core), the last 6 checkpoints kept.
-RECIPE = ("--bleu-tokenize none --bpe 8000 --joint-vocab --share-embeddings --d-model 256 "
-          "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.15 --schedule noam --lr 1.5e-3 "
-          "--warmup 400 --batch-tokens 2000 --steps 3800 --eval-every 950 "
-          "--checkpoint-every 200 --keep-last 6")
-
-
-def multi30k_runs(p):
-    """{run folder under runs/: the commands that make it}, for the README's Multi30k results,
-    given {path under --out: saved path}."""
-    tok = {split: {lang: p[f"multi30k/tok/{split}.lc.norm.tok.{lang}"] for lang in ("de", "en")}
-           for split in ("train", "val") + MULTI30K_TESTS}
-    test = tok["test_2016_flickr"]
-
-    def evaluate(checkpoint, split, src, tgt, beam, name):
-        return (f"python -m numpy_transformer evaluate --checkpoint {checkpoint} "
-                f"--src {tok[split][src]} --tgt {tok[split][tgt]} --bleu-tokenize none "
-                f"{beam}--json {os.path.dirname(checkpoint)}/{name}.json")
-
-    def recipe(src, tgt, folder):
-        data = " ".join(f"--{prefix}src {tok[split][src]} --{prefix}tgt {tok[split][tgt]}"
-                        for prefix, split in (("", "train"), ("val-", "val"),
-                                              ("test-", "test_2016_flickr")))
-        avg = f"runs/{folder}/avg.npz"
-        return [f"mpiexec -n 2 python -m numpy_transformer train {data} {RECIPE} "
-                f"--out runs/{folder}",
-                f"python -m numpy_transformer average runs/{folder}/step-*.npz --out {avg}"] + [
-                evaluate(avg, split, src, tgt, beam, f"{split}_{name}")
-                for split, beam, name in (("test_2016_flickr", "", "greedy"),) + tuple(
-                    (split, "--beam 4 ", "beam4") for split in MULTI30K_TESTS)]
-
-    return {
-        "translation": [
-            f"python -m numpy_transformer train --src {tok['train']['de']} "
-            f"--tgt {tok['train']['en']} --val-src {tok['val']['de']} --val-tgt {tok['val']['en']} "
-            f"--test-src {test['de']} --test-tgt {test['en']} --min-freq 2 --d-model 256 "
-            "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.1 --schedule noam --lr 1e-3 "
-            "--warmup 400 --batch-size 64 --steps 3600"] + [
-            evaluate("runs/translation/best.npz", "test_2016_flickr", "de", "en", beam, name)
-            for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))],
-        "m30k": recipe("de", "en", "m30k"),
-        "m30k_en_de": recipe("en", "de", "m30k_en_de"),
-    }
-
-
-def _multi30k_commands(p):
-    return [line for commands in multi30k_runs(p).values() for line in commands]
-
-
-DATASETS = {
-    "shakespeare": Dataset(
-        "tiny Shakespeare (karpathy/char-rnn)",
-        (RemoteFile("tinyshakespeare.txt", f"{CHAR_RNN}/input.txt",
-                    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"),),
-        _shakespeare_commands),
-    "multi30k": Dataset(
-        "Multi30k task 1, German-English (multi30k/dataset)",
-        tuple(RemoteFile(f"multi30k/tok/{name}", f"{MULTI30K}/tok/{name}", digest)
-              for name, digest in TOK.items())
-        + tuple(RemoteFile(f"multi30k/{name}", f"{MULTI30K}/raw/{name}.gz", digest)
-                for name, digest in RAW.items()),
-        _multi30k_commands),
-}
-
-
 def read_manifest(path, dataset):
-    """{path under --out: sha256} from a mirror's JSON manifest, checked against the table."""
+    """{path under out: sha256} from a mirror's JSON manifest, checked against the table."""
     try:
-        table = json.loads(read_regular(path, "--manifest").decode("utf-8"))
+        table = json.loads(read_regular(path, "manifest").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(message("--manifest", "a JSON file", f"{path!r} ({err})")) from None
+        raise InputError(message("manifest", "a JSON file", f"{path!r} ({err})")) from None
     known = {f.path for f in DATASETS[dataset].files}
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-        raise InputError(message("--manifest", 'a JSON object {"file": "sha256", ...}',
+        raise InputError(message("manifest", 'a JSON object {"file": "sha256", ...}',
                                  repr(path)))
     unknown = sorted(set(table) - known)
     if unknown:
-        raise InputError(message("--manifest", f"files of {dataset} ({', '.join(sorted(known))})",
+        raise InputError(message("manifest", f"files of {dataset} ({', '.join(sorted(known))})",
                                  f"{unknown[0]!r}"))
     return {name: digest.lower() for name, digest in table.items()}
 
@@ -259,7 +122,7 @@ def _open(url, have):
     except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
         reason = getattr(err, "reason", None) or err
         raise DownloadError(f"cannot download {url}: {reason}; check the connection, or give "
-                            "a mirror with --base-url") from None
+                            "a mirror as `base_url`") from None
 
 
 def _range_start(response):
@@ -328,7 +191,7 @@ def _check_existing(final, expected):
 def _verify(final, expected, actual, url):
     if actual != expected:
         raise InputError(message(final, f"sha256 {expected}", f"{actual}; the download from "
-                                 f"{url} was deleted (a mirror with other files: see --manifest)"))
+                                 f"{url} was deleted (a mirror with other files: see `manifest`)"))
 
 
 def _sha256(f, copy_to=None):

@@ -1,6 +1,6 @@
 """Built-in sequence-to-sequence tasks, generated on the fly from a seed.
 
-    task = get_task("reverse")
+    task = get_task("reverse")                    # TASKS: the registry (register_task)
     pairs = task.sample(rng, 1000)                # [("abc", "cba"), ...]
     test_pairs = task.sample(rng, 100, split="test")
     tok = task.tokenizer()                        # a CharTokenizer for its alphabet
@@ -25,6 +25,8 @@ is too: the same source can never land in both splits.
 
 import datetime
 import zlib
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -182,18 +184,36 @@ class DatesTask(Task):
         return tgt            # the ISO date: a held-out date is held out in every form
 
 
-_TASK_BUILDERS = {
-    "copy": lambda **options: SequenceTask("copy", **options),
-    "reverse": lambda **options: SequenceTask("reverse", **options),
-    "sort": lambda **options: SequenceTask("sort", **options),
-    "addition": AdditionTask,
-    "dates": DatesTask,
-}
-TASKS = tuple(_TASK_BUILDERS)
+@dataclass(frozen=True)
+class TaskSpec:
+    """A registered task: how to build it, and its own training defaults."""
+    build: object        # build(**options) -> Task
+    defaults: dict       # settings that suit it (steps, d_model, lr, ...), over the general ones
+
+
+TASKS = {}               # name -> TaskSpec: the one registry (the command line's choices too)
+
+
+def register_task(name, build, **defaults):
+    """Add the task `name` (built by `build(**options)`), with its own training defaults
+    (TrainConfig / model fields such as steps=2000, d_model=32); returns `build`."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InputError(message("name", "a task name (letters, digits, _)", repr(name)))
+    if not callable(build):
+        raise InputTypeError(message("build", "a callable returning a Task", repr(build)))
+    TASKS[name] = TaskSpec(build, dict(defaults))
+    return build
+
+
+register_task("copy", partial(SequenceTask, "copy"), steps=1500)
+register_task("reverse", partial(SequenceTask, "reverse"), steps=3000)
+register_task("sort", partial(SequenceTask, "sort"), steps=2000)
+register_task("addition", AdditionTask, steps=6000)
+register_task("dates", DatesTask, steps=3000)
 
 
 def get_task(name, **options):
     """The task called `name` (one of TASKS), built with `options` (e.g. max_len=12)."""
-    if name not in _TASK_BUILDERS:
-        raise InputError(message("name", f"a task name, one of {TASKS}", repr(name)))
-    return _TASK_BUILDERS[name](**options)
+    if name not in TASKS:
+        raise InputError(message("name", f"a task name, one of {tuple(TASKS)}", repr(name)))
+    return TASKS[name].build(**options)

@@ -117,7 +117,7 @@ def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, 
     from ..data.tokenizers import BOS_ID, EOS_ID, UNK_ID
     ids = tokenizer.encode(prompt)
     if not ids:
-        raise InputError(message("--prompt", "at least one character", repr(prompt)))
+        raise InputError(message("prompt", "at least one character", repr(prompt)))
     check_positive_int(max_new_tokens, "max_new_tokens")
     rng, max_len, out = np.random.default_rng(seed), model.config.max_len, list(ids)
     exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)

@@ -150,7 +150,7 @@ def _check_beam_memory(model, rows, S, steps):
     c = model.config
     layers, D = getattr(c, "num_decoder_layers", 1), getattr(c, "d_model", 1)
     per_row = getattr(c, "tgt_vocab_size", 1) + 2 * layers * D * (steps + S) + D * S
-    check_fits(rows * per_row * 4, "--beam (beam_size)",
+    check_fits(rows * per_row * 4, "beam_size",
                "choose a smaller beam")
 
 

@@ -1,11 +1,11 @@
 """How much memory a model, a training run or a beam search needs, checked before allocating.
 
-A model whose weights cannot fit (say `--d-model 100000`, or a crafted checkpoint
+A model whose weights cannot fit (say d_model=100000, or a crafted checkpoint
 whose configuration claims ten million layers) should be refused with an
 estimate, not end in a MemoryError half-way through building it:
 
     check_fits(training_bytes(config, batch_size=64, seq_len=32), "the model",
-               "choose a smaller --d-model, --d-ff or --num-layers")
+               "choose a smaller d_model, d_ff or num_layers")
 
 The estimates are lower bounds built from the big matrices only (embeddings,
 attention's W_q and W_o, the feed-forward pair), so they never refuse a model

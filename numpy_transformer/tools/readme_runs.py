@@ -19,25 +19,25 @@ from dataclasses import dataclass
 
 from ..system import files
 from ..checkpoint.header import KIND_NAMES
+from ..data.config import DataConfig
+from ..data.datasets import DATASETS
 from ..errors import InputError
 from ..system.files import write_json
 from ..validation import message
+from .recipes import dataset_commands, multi30k_runs
 
 
 def _data_commands(dataset):
     """The commands `data DATASET --out data` prints (the README's)."""
-    from ..data.download import DATASETS
-    return DATASETS[dataset].commands(_saved_paths(dataset))
+    return dataset_commands(dataset, _saved_paths(dataset))
 
 
 def _saved_paths(dataset):
-    from ..data.download import DATASETS
     return {f.path: f"data/{f.path}" for f in DATASETS[dataset].files}
 
 
 def _multi30k(folder):
     """The commands that make the README's Multi30k run folder `runs/<folder>`."""
-    from ..data.download import multi30k_runs
     return tuple(multi30k_runs(_saved_paths("multi30k"))[folder])
 
 
@@ -73,19 +73,29 @@ def read_json(path):
 
 
 def run_config(folder):
-    """The config.json of a run folder, checked: a dict with the run's kind and settings."""
+    """The config.json of a run folder, checked: a dict with the run's kind and its typed
+    configurations (model, train, data_config), plus "settings": one flat record of them,
+    named as the options (the README's summaries quote it)."""
     path = os.path.join(folder, "config.json")
     config = read_json(path)
-    if not isinstance(config, dict) or config.get("kind") not in KIND_NAMES \
-            or not isinstance(config.get("settings"), dict):
-        raise InputError(message(path, "the config.json a run writes (its kind and settings)",
-                                 "another JSON value"))
-    smoothing = config["settings"].get("label_smoothing")
-    if smoothing is not None and not (isinstance(smoothing, (int, float)) and
-                                      0 <= smoothing < 1):
-        raise InputError(message(f"{path}: settings.label_smoothing", "a number in [0, 1)",
+    if not isinstance(config, dict) or config.get("kind") not in KIND_NAMES or not all(
+            isinstance(config.get(k), dict) for k in ("model", "train", "data_config")):
+        raise InputError(message(path, "the config.json a run writes (its kind and "
+                                 "configurations)", "another JSON value"))
+    smoothing = config["train"].get("label_smoothing")
+    if not (isinstance(smoothing, (int, float)) and 0 <= smoothing < 1):
+        raise InputError(message(f"{path}: train.label_smoothing", "a number in [0, 1)",
                                  repr(smoothing)[:80]))
-    return config
+    try:
+        data = DataConfig(**config["data_config"])
+    except (TypeError, InputError) as err:
+        raise InputError(f"{path}: data_config: {err}") from None
+    model = dict(config["model"])
+    if model.get("num_encoder_layers") == model.get("num_decoder_layers") is not None:
+        model["num_layers"] = model["num_encoder_layers"]         # what --num-layers set
+    run = config.get("run_config") if isinstance(config.get("run_config"), dict) else {}
+    settings = {**model, **config["train"], **data.to_dict(), **run}
+    return {**config, "data": data, "settings": settings}
 
 
 def evaluations(folder):
@@ -155,27 +165,27 @@ def draw_run(folder, out, *, prefix="", name=None):
     from ..training.plotting import save_figures
     from ..training.state import History
     config = run_config(folder)
-    settings = config["settings"]
     history = History.load(os.path.join(folder, "history.json"))
     model, toks, _ = load_run(os.path.join(folder, "best.npz"))
     drawing = dict(prefix=prefix, name=name or folder, positional=False,
-                   label_smoothing=settings.get("label_smoothing") or 0.0)
+                   label_smoothing=config["train"]["label_smoothing"])
     if config["kind"] == "lm":
         return save_figures(out, history, unit="character", **drawing)
-    return save_figures(out, history, model=model, example=attention_example(model, settings),
+    return save_figures(out, history, model=model, example=attention_example(model, config["data"]),
                         src_tokenizer=toks["src"], tgt_tokenizer=toks["tgt"], **drawing)
 
 
-def attention_example(model, settings):
+def attention_example(model, data):
     """(source ids, the model's greedy output) of the longest of the first 50 held-out
-    sources, the example `train` draws attention maps of."""
+    sources of the run's DataConfig `data`, the example `train` draws attention maps of."""
     from ..data.corpus import seq2seq_data
     from ..training.metrics import decode_batches
     for key in ("src", "tgt", "val_src", "val_tgt", "tsv"):
-        if settings.get(key) and not os.path.isfile(settings[key]):
-            raise InputError(f"the run's {key.replace('_', '-')} file {settings[key]} is gone; "
-                             f"its held-out example is drawn from it")
-    val = seq2seq_data(settings).val
+        path = getattr(data, key)
+        if path and not os.path.isfile(path):
+            raise InputError(f"the run's {key} file {path} is gone; its held-out example is "
+                             f"drawn from it")
+    val = seq2seq_data(data).val
     longest = max(range(min(50, len(val))), key=lambda i: len(val[i][0]))
     src = val[longest][0]
     return src, decode_batches(model, [src])[0]

@@ -1,0 +1,77 @@
+"""The commands that reproduce the README's results from the public data sets (printed by
+`data DATASET` once downloaded, and quoted by readme_runs.py).
+
+    dataset_commands("shakespeare", {"tinyshakespeare.txt": "data/tinyshakespeare.txt"})
+"""
+
+import os
+
+from ..data.datasets import MULTI30K_TESTS
+
+
+def _shakespeare_commands(p):
+    text = p["tinyshakespeare.txt"]
+    return [f"python -m numpy_transformer train-lm --text {text} --steps 4000",
+            f"python -m numpy_transformer train-lm --text {text} --d-model 128 --num-layers 4 "
+            "--num-heads 4 --d-ff 512 --dropout 0.05 --lr 3e-3 --warmup 200 --batch-size 32 "
+            "--max-len 128 --steps 6000 --out runs/lm_big",
+            'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
+
+
+# The paper's recipe (docs/multi30k_recipe.md): BPE over a joint vocabulary, one shared
+# embedding matrix, 2000-token batches, 2 MPI ranks (one per core), the last 6 checkpoints kept.
+RECIPE = ("--bleu-tokenize none --bpe 8000 --joint-vocab --share-embeddings --d-model 256 "
+          "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.15 --schedule noam --lr 1.5e-3 "
+          "--warmup 400 --batch-tokens 2000 --steps 3800 --eval-every 950 "
+          "--checkpoint-every 200 --keep-last 6")
+
+
+def multi30k_runs(p):
+    """{run folder under runs/: the commands that make it}, for the README's Multi30k results,
+    given {path under the data folder: saved path}."""
+    tok = {split: {lang: p[f"multi30k/tok/{split}.lc.norm.tok.{lang}"] for lang in ("de", "en")}
+           for split in ("train", "val") + MULTI30K_TESTS}
+    test = tok["test_2016_flickr"]
+
+    def evaluate(checkpoint, split, src, tgt, beam, name):
+        return (f"python -m numpy_transformer evaluate --checkpoint {checkpoint} "
+                f"--src {tok[split][src]} --tgt {tok[split][tgt]} --bleu-tokenize none "
+                f"{beam}--json {os.path.dirname(checkpoint)}/{name}.json")
+
+    def recipe(src, tgt, folder):
+        data = " ".join(f"--{prefix}src {tok[split][src]} --{prefix}tgt {tok[split][tgt]}"
+                        for prefix, split in (("", "train"), ("val-", "val"),
+                                              ("test-", "test_2016_flickr")))
+        avg = f"runs/{folder}/avg.npz"
+        return [f"mpiexec -n 2 python -m numpy_transformer train {data} {RECIPE} "
+                f"--out runs/{folder}",
+                f"python -m numpy_transformer average runs/{folder}/step-*.npz --out {avg}"] + [
+                evaluate(avg, split, src, tgt, beam, f"{split}_{name}")
+                for split, beam, name in (("test_2016_flickr", "", "greedy"),) + tuple(
+                    (split, "--beam 4 ", "beam4") for split in MULTI30K_TESTS)]
+
+    return {
+        "translation": [
+            f"python -m numpy_transformer train --src {tok['train']['de']} "
+            f"--tgt {tok['train']['en']} --val-src {tok['val']['de']} --val-tgt {tok['val']['en']} "
+            f"--test-src {test['de']} --test-tgt {test['en']} --min-freq 2 --d-model 256 "
+            "--num-heads 4 --d-ff 1024 --num-layers 3 --dropout 0.1 --schedule noam --lr 1e-3 "
+            "--warmup 400 --batch-size 64 --steps 3600"] + [
+            evaluate("runs/translation/best.npz", "test_2016_flickr", "de", "en", beam, name)
+            for beam, name in (("", "greedy"), ("--beam 4 ", "beam4"))],
+        "m30k": recipe("de", "en", "m30k"),
+        "m30k_en_de": recipe("en", "de", "m30k_en_de"),
+    }
+
+
+def _multi30k_commands(p):
+    return [line for commands in multi30k_runs(p).values() for line in commands]
+
+
+COMMANDS = {"shakespeare": _shakespeare_commands, "multi30k": _multi30k_commands}
+
+
+def dataset_commands(dataset, saved):
+    """The commands that use `dataset`, given {path under the data folder: shell-quoted
+    saved path}."""
+    return COMMANDS[dataset](saved)
