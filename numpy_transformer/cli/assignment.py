@@ -2,7 +2,7 @@
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
-        [--gradescope results.json [--visibility FILE]]
+        [--gradescope results.json [--visibility FILE]] [--teacher]
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
 
@@ -27,7 +27,7 @@ def _run_grade(args):
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
-                         timeout=args.timeout)
+                         timeout=args.timeout, teacher=args.teacher)
 
 
 def _run_autograder(args):
@@ -57,6 +57,9 @@ def _add_grade(commands):
                        help="grade only these parts (default: the copy's)")
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
+    grade.add_argument("--teacher", action="store_true",
+                       help="keep the parts' formulas in the messages (a student's report, "
+                            "and so Gradescope's, shows none)")
     overwrite_option(grade, "the files of --json, --gradescope and --csv")
     add_common(grade)
     grade.set_defaults(run=_run_grade)

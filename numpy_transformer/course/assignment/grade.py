@@ -28,6 +28,7 @@ from ...errors import InputError
 from ...system.files import atomic_write
 from .make import PACKAGE, read_manifest
 from .parts import failed_part, reference_results, score_part, validate_parts
+from .formulas import redact_report
 from .runner import MEMORY_MB, Harness
 
 
@@ -61,11 +62,14 @@ class GradeReport:
         return "\n".join(rows)
 
 
-def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB):
+def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
+          teacher=False):
     """Grade the student copy in `directory`; returns a GradeReport (prints nothing).
 
     timeout    seconds each part's worker may run; memory_mb its address-space limit
     python     the interpreter of the workers (default: this one)
+    teacher    keep the parts' formulas in the messages (a student's report has none:
+               formulas.redact_report)
     """
     root = Path(directory).resolve()
     manifest = read_manifest(root)
@@ -81,15 +85,17 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB)
                                                    memory_mb)
             results.append(failed_part(part, problem) if problem
                            else score_part(part, outputs, status))
-    return GradeReport(str(root), results, harness.warning)
+    report = GradeReport(str(root), results, harness.warning)
+    return report if teacher else redact_report(report)
 
 
-def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print):
+def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print,
+                     teacher=False):
     """`assignment grade DIR [--json FILE]`: print the table, write the JSON grade-book entry.
 
     Returns 0 when every graded part has full points, 1 otherwise.
     """
-    report = grade(directory, parts=parts, timeout=timeout)
+    report = grade(directory, parts=parts, timeout=timeout, teacher=teacher)
     if report.warning:
         out(report.warning)
     out(report.table())

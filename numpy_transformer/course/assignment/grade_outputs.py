@@ -66,18 +66,19 @@ def _write_json_report(report, name, path):
 
 
 def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
-                  parts=None, timeout=60.0, out=print):
-    """The `assignment grade` command; returns 0 when every copy has full marks, else 1."""
+                  parts=None, timeout=60.0, out=print, teacher=False):
+    """The `assignment grade` command; returns 0 when every copy has full marks, else 1.
+    With `teacher`, the messages keep the parts' formulas (never for a student's eyes)."""
     from .grade import grade_assignment
     from .parts import validate_parts
     dirs = list(dirs)
     _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
     if len(dirs) == 1 and gradescope_out is None and csv_out is None:
         return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
-                                out=out)
+                                out=out, teacher=teacher)
     chosen = read_visibility(visibility) if gradescope_out else None
     names = student_names(dirs)
-    graded = _grade_each(names, dirs, parts, timeout, out)
+    graded = _grade_each(names, dirs, parts, timeout, out, teacher)
     if json_out:
         _write_json_report(graded[0][1], names[0], json_out)
         out(f"wrote {json_out}")
@@ -93,7 +94,7 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
     return 0 if full else 1
 
 
-def _grade_each(names, dirs, parts, timeout, out):
+def _grade_each(names, dirs, parts, timeout, out, teacher=False):
     """[(name, GradeReport or why it was not graded)], tables printed as they come. In a
     class run nothing one folder holds (a damaged assignment.json, say) stops the others."""
     from .grade import grade
@@ -102,7 +103,7 @@ def _grade_each(names, dirs, parts, timeout, out):
         if len(dirs) > 1:
             out(f"== {name}")
         try:
-            report = grade(directory, parts=parts, timeout=timeout)
+            report = grade(directory, parts=parts, timeout=timeout, teacher=teacher)
         except Exception as err:                                   # noqa: BLE001
             if len(dirs) == 1:
                 raise
