@@ -19,6 +19,7 @@ from doors import error, nt, ok
 from numpy_transformer.course.assignment.make import make
 from numpy_transformer.course.assignment.autograder import NUMPY_REQUIREMENT
 from numpy_transformer.course.assignment.gradescope import checks_of
+from numpy_transformer.course.assignment.sandbox import isolation
 
 ROOT = Path(__file__).resolve().parents[1]
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
@@ -188,6 +189,8 @@ def run_autograder(root, python=sys.executable):
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python)
     env.pop("PYTHONPATH", None)
+    if os.geteuid() == 0:           # as on Gradescope, without adding a user to this machine
+        env["NT_GRADER_USER"] = "nobody"
     done = subprocess.run([str(root / "run_autograder")], cwd="/", env=env, text=True,
                           capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -247,9 +250,9 @@ def forged(package):
     """A blank package whose import writes a perfect results.json where Gradescope reads it."""
     forgery = ("import json, os\n"
                "_root = os.environ.get('AUTOGRADER_ROOT', '/autograder')\n"
-               "os.makedirs(_root + '/results', exist_ok=True)\n"
-               "open(_root + '/results/results.json', 'w').write(json.dumps({'score': 999}))\n"
-               "open(_root + '/forgery_ran', 'w').write('yes')\n")
+               "try:\n    os.makedirs(_root + '/results', exist_ok=True)\n"
+               "    open(_root + '/results/results.json', 'w').write(json.dumps({'score': 999}))\n"
+               "    open(_root + '/forgery_ran', 'w').write('yes')\nexcept OSError:\n    pass\n")
     init = package / "__init__.py"
     init.write_text(forgery + init.read_text())
 
@@ -274,7 +277,8 @@ def test_broken_submissions_score_zero_in_a_valid_results_json(autograder_zip, c
     if case == "forged results":
         forged(package)
     results = run_autograder(root)
-    assert (root / "forgery_ran").exists() == (case == "forged results")
+    reached = case == "forged results" and isolation().level != "root"   # no ROOT in there
+    assert (root / "forgery_ran").exists() == reached
     assert results["score"] == 0 and reason in results["output"]
     assert results["tests"] and all(t["output"] for t in results["tests"])
 

@@ -13,8 +13,11 @@ the score is what /autograder/results/results.json says. The zip holds:
                       the manifest (assignment.json) of a student copy of those parts, from
                       make(); not a file of its own, which would mark source/ a student copy
     numpy_transformer/  the teacher's package, grader included; it stays in
-                        /autograder/source and is not installed, so the student's
-                        grading process (PYTHONPATH = the student's copy) cannot import it
+                        /autograder/source and is not installed; the grader runs from an
+                        empty working directory, and its workers in a private root
+                        (sandbox.py), or, where the kernel refuses that, as the
+                        unprivileged user `student` (made with useradd if absent) to whom
+                        source/ and results/ are closed (chmod 700)
 
 AUTOGRADER_ROOT (default /autograder) and AUTOGRADER_PYTHON (default python3)
 let the tests run `run_autograder` on a fake layout.
@@ -54,9 +57,21 @@ PYTHON="${AUTOGRADER_PYTHON:-python3}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
-cd "$ROOT/source" && PYTHONPATH="$ROOT/source" PYTHONDONTWRITEBYTECODE=1 \\
+if [ "$(id -u)" = 0 ]; then
+    # Where the kernel gives no private root, the workers run as this unprivileged user,
+    # to whom source/ (the reference) and results/ are closed.
+    NT_GRADER_USER="${NT_GRADER_USER:-student}"
+    id "$NT_GRADER_USER" >/dev/null 2>&1 \\
+        || useradd --system --no-create-home --shell /usr/sbin/nologin "$NT_GRADER_USER" \\
+        >/dev/null 2>&1 || true
+    export NT_GRADER_USER
+    chmod 700 "$ROOT/source" "$ROOT/results"
+fi
+WORK="$(mktemp -d)"       # the grader's working directory: no reference there
+cd "$WORK" && PYTHONPATH="$ROOT/source" PYTHONDONTWRITEBYTECODE=1 \\
     "$PYTHON" -m numpy_transformer.course.assignment.autograder_run "$ROOT"
 status=$?
+rm -rf "$WORK"
 if [ "$status" -ne 0 ] || [ ! -s "$RESULTS" ]; then
     why="The autograder failed (exit status $status) before it could grade this submission"
     printf '{"score": 0, "tests": [], "stdout_visibility": "hidden", "output": "%s"}\\n' \\

@@ -36,7 +36,7 @@ from .runner import MEMORY_MB, Harness
 class GradeReport:
     directory: str
     parts: list        # PartResult per graded part, in the order of PARTS
-    warning: str = ""  # why the workers ran without namespaces (sandbox.py), else ""
+    warning: str = ""  # the protections the workers ran under (sandbox.py's line)
 
     @property
     def points(self):
@@ -51,7 +51,8 @@ class GradeReport:
 
     def to_dict(self):
         return {"directory": self.directory, "points": self.points,
-                "max_points": self.max_points, "parts": [r.to_dict() for r in self.parts]}
+                "max_points": self.max_points, "parts": [r.to_dict() for r in self.parts],
+                "sandbox": self.warning}
 
     def table(self):
         rows = [f"{'part':<20} {'points':>6} {'max':>4} {'max rel err':>11}  message"]

@@ -4,25 +4,25 @@
         outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
 
 `Harness` copies the harness files (worker.py, harness.py, steps.py, scenarios_*.py,
-standins.py, repair.py: NumPy-only code, no reference solution) into a temporary folder,
-so that the worker loads them from there and never sees this package. `run` writes
-the part's tasks and input arrays, starts
+standins.py, repair.py, sandbox.py: NumPy-only code, no reference solution) into a
+temporary folder. `run` makes a scratch copy of the student's package (the worker writes
+there, never into the student's folder), writes the part's tasks and input arrays, starts
 
-    python -I -B HARNESS/worker.py DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json NUMPY_HOME
+    python -I -B HARNESS/worker.py STUDENT TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
-in DIR (the student's copy) in a session of its own, inside user and PID namespaces of its
-own where Linux allows it (sandbox.py: then it can signal no process outside, and all it
-started dies with it; otherwise `harness.warning` says so): -B writes no __pycache__
-into the copy, NUMPY_HOME is where this process found NumPy (-I would leave out
-a user site-packages), RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set,
-stdin is closed, stdout thrown away and stderr kept in a file (its last line
-explains a crash); the whole session is killed at the time limit and when the
-worker ends (in namespaces: `unshare`, and with it every process of the
-namespace). Then the two result files are loaded (allow_pickle=False, sizes
+in STUDENT (the scratch copy) in a session of its own, inside sandbox.py's private root
+where Linux allows it (then the worker sees only /nt/harness, /nt/student and /nt/part
+besides Python and NumPy, can signal no process outside, and all it started dies with it;
+`harness.warning` is the line saying which protections were in force): -B writes no
+__pycache__, RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set, stdin is closed,
+stdout thrown away and stderr kept in a file (its last line explains a crash); the whole
+session is killed at the time limit and when the worker ends (`unshare`, and with it every
+process of the namespace). Then the two result files are loaded (allow_pickle=False, sizes
 checked before anything is decompressed; parts.py checks every array's shape
 and dtype and every status entry before using it). `problem` is None, or why
 the worker gave no results: timed out, out of memory, or the exit status and
 last line of a crash (an `os._exit(0)` at import counts: it writes no results).
+The worker's path of the copy is replaced by the student's folder in messages.
 """
 
 import json
@@ -39,24 +39,24 @@ import numpy as np
 
 from ...errors import InputError
 from ...system.files import read_json
-from .sandbox import isolation
+from .sandbox import INSIDE, isolation
 
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "harness.py", "steps.py", "scenarios_layers.py",
-                 "scenarios_models.py", "standins.py", "repair.py")
-NUMPY_HOME = str(Path(np.__file__).resolve().parents[1])    # the folder NumPy is installed in
+                 "scenarios_models.py", "standins.py", "repair.py", "sandbox.py")
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
 
 
-def _limits(memory_mb):
-    """preexec_fn of the worker: its memory, file size and core dump limits."""
+def _limits(memory_mb, box):
+    """preexec_fn of the worker: its memory, file size and core dump limits, its user."""
     def apply():
         import resource
         size = int(memory_mb) << 20
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
         resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_RESULT_BYTES, MAX_RESULT_BYTES))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        box.become()
     return apply if os.name == "posix" else None
 
 
@@ -72,7 +72,8 @@ class Harness:
 
     def __init__(self, python=None):
         self.python = python or sys.executable
-        self.prefix, self.warning = isolation()     # the namespaces, or why there are none
+        self.sandbox = isolation(self.python)
+        self.warning = self.sandbox.line        # the protections in force (sandbox.py)
 
     def __enter__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="nt-grader-")
@@ -81,28 +82,43 @@ class Harness:
         for name in HARNESS_FILES:
             shutil.copyfile(HERE / name, self.folder / name)
         (self.folder / "__init__.py").write_text('"""The grading harness (a copy)."""\n')
+        self.sandbox.hand_over([self.tmp.name], [])
         return self
 
     def __exit__(self, *exc):
         self.tmp.cleanup()
 
     def run(self, root, reference, timeout, memory_mb=MEMORY_MB):
-        """Run one part's tasks in a worker on the copy in `root`: (outputs, status, problem)."""
+        """Run one part's tasks in a worker on a scratch copy of the copy in `root`:
+        (outputs, status, problem)."""
         work = Path(tempfile.mkdtemp(dir=self.tmp.name, prefix="part-"))
-        files = {name: str(work / name) for name in
-                 ("tasks.json", "inputs.npz", "outputs.npz", "status.json", "stderr.txt")}
+        for name in ("part", "root"):
+            (work / name).mkdir()
+        scratch = scratch_copy(root, work / "student")
+        self.sandbox.hand_over([work], [scratch, work / "part"])
+        files = {name: str(work / "part" / name) for name in
+                 ("tasks.json", "inputs.npz", "outputs.npz", "status.json")}
         Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
         np.savez(files["inputs.npz"], **reference.inputs)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
-        argv = [*self.prefix, self.python, "-I", "-B", str(self.folder / "worker.py"), str(root),
-                *(files[n] for n in ("tasks.json", "inputs.npz", "outputs.npz", "status.json")),
-                NUMPY_HOME]
+        seen = {"harness": str(self.folder), "student": str(scratch),
+                "part": str(work / "part")}            # the paths the worker is given
+        if self.sandbox.level == "root":
+            seen = {name: f"{INSIDE}/{name}" for name in seen}
+        worker_argv = ["-I", "-B", seen["harness"] + "/worker.py", seen["student"],
+                       *(f"{seen['part']}/{n}" for n in
+                         ("tasks.json", "inputs.npz", "outputs.npz", "status.json"))]
+        argv = self.sandbox.command(self.python, work / "root", {
+            "harness": (self.folder, False), "part": (work / "part", True),
+            "student": (scratch, True)}, worker_argv)
+        files["stderr.txt"] = str(work / "stderr.txt")
         with open(files["stderr.txt"], "wb") as stderr:
-            worker = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
+            worker = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=stderr,
-                                      preexec_fn=_limits(memory_mb), start_new_session=True)
+                                      preexec_fn=_limits(memory_mb, self.sandbox),
+                                      start_new_session=True)
             try:
                 status = worker.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -110,7 +126,8 @@ class Harness:
                 return {}, {}, f"timed out after {timeout:g} s (the time limit of a part)"
             finally:
                 _kill(worker)
-        return self._results(files, status, memory_mb)
+                self.sandbox.sweep(self.python)     # as a user: all its processes
+        return _as_seen_from(root, seen["student"], self._results(files, status, memory_mb))
 
     def _results(self, files, status, memory_mb):
         last = _last_line(files["stderr.txt"])
@@ -137,6 +154,32 @@ class Harness:
         if "fatal" in status_of:
             return {}, {}, f"the package does not import: {str(status_of['fatal'])[:300]}"
         return outputs, status_of, None
+
+
+def scratch_copy(root, into):
+    """A copy of the student's package and of the files beside it (no links, no caches,
+    no other folders) for one worker: what the worker writes there is thrown away."""
+    def skipped(folder, names):
+        return [n for n in names if n == "__pycache__" or n.endswith(".pyc")
+                or os.path.islink(os.path.join(folder, n))]
+    into.mkdir()
+    for entry in Path(root).iterdir():
+        if entry.is_symlink():
+            continue
+        if entry.name == "numpy_transformer" and entry.is_dir():
+            shutil.copytree(entry, into / entry.name, ignore=skipped)
+        elif entry.is_file():
+            shutil.copyfile(entry, into / entry.name)
+    return into
+
+
+def _as_seen_from(root, inside, result):
+    """`result` with the worker's path of the copy replaced by the copy's own in messages."""
+    outputs, status, problem = result
+    for entry in status.values():
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            entry["message"] = entry["message"].replace(inside, str(root))
+    return outputs, status, problem and problem.replace(inside, str(root))
 
 
 def _kill(worker):

@@ -4,10 +4,12 @@ The teacher's process (runner.py) copies the harness files (this file, harness.p
 steps.py, scenarios_*.py, standins.py, repair.py) into a fresh folder and starts, once per
 part,
 
-    python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json \
-        NUMPY_HOME
+    python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
-with the student's DIR as working directory, a time limit and a memory limit.
+on a scratch copy of the student's package (STUDENT_DIR, also its working directory), with
+a time limit and a memory limit, in the private root of sandbox.py where Linux allows it
+(then the paths are /nt/harness, /nt/student and /nt/part, NumPy is at /nt/site, and
+nothing of the teacher's is there to be found).
 Before importing anything of the student's, the worker makes sure that no
 other `numpy_transformer` can be imported: `-I` keeps PYTHONPATH, the user's
 site-packages and the script's folder out, and `isolate()` drops the
@@ -34,6 +36,7 @@ import os
 import sys
 
 HARNESS = "_nt_harness"
+NUMPY_IN_ROOT = "/nt/site"        # where sandbox.py's private root holds NumPy
 
 
 class StudentPackageOnly:
@@ -136,13 +139,13 @@ def write_results(outputs_path, outputs, status_path, status):
 
 
 def main(argv):
-    student_root, tasks_path, inputs_path, outputs_path, status_path, numpy_home = argv
+    student_root, tasks_path, inputs_path, outputs_path, status_path = argv
     folder = os.path.dirname(os.path.abspath(__file__))
     student_root = os.path.realpath(student_root)
     own_session()
     finder = isolate(student_root)
-    if numpy_home not in sys.path:            # NumPy where the teacher's process found it
-        sys.path.append(numpy_home)           # (-I leaves out a user site-packages)
+    if os.path.isdir(NUMPY_IN_ROOT):          # NumPy alone, in a private root (sandbox.py)
+        sys.path.append(NUMPY_IN_ROOT)
     import numpy as np
     harness = load_harness(folder)
     finder.loader = importlib.import_module(f"{HARNESS}.repair").RepairingLoader
