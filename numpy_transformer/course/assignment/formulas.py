@@ -51,7 +51,7 @@ FORMULAS = {
              r"\(1 - b1\) g", r"\(1 - b2\) g"),
     "adamw": (r"\(1 - \\eta ?\\lambda\)", r"p \(1 - lr wd\)", r"p \* \(1 - lr \* wd\)",
               r"1 - lr \* weight_decay", r"1 - self\.lr \* self\.weight_decay"),
-    "encoder_stack": (r"dq \+ dk \+ dv", r"gradient is dq \+ dk \+ dv"),
+    "encoder_stack": (r"gradient is dq \+ dk \+ dv",),
     "decoder_stack": (r"dmemory = dk \+ dv", r"dmemory is the SUM",
                       r"\(dk \+ dv\) are the gradient", r"dq \+ dk \+ dv\)"),
 }

@@ -17,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-from .formulas import formula_hits
+from .formulas import COMPILED, formula_hits
 from .registry import LESSONS
 
 HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
@@ -185,3 +185,14 @@ def strip_copy(root, parts):
             path.write_text(strip_source(text, parts), encoding="utf-8")
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         strip_notebook(path, parts)
+    for path in sorted((root / "notebooks").glob("*.md")):       # the lessons' index
+        lines = path.read_text(encoding="utf-8").split("\n")
+        path.write_text("\n".join(strip_inline(line, parts) for line in lines),
+                        encoding="utf-8")
+
+
+def strip_inline(line, parts):
+    """A line (a table row, say) with each formula of `parts` in it replaced by "(derive it)"."""
+    for part in formula_hits(line, parts):
+        line = COMPILED[part].sub("(derive it)", " ".join(line.split()))
+    return line
