@@ -4,7 +4,8 @@ Compared with the reference on the same inputs (registry.py): a correct answer
 agrees to rounding (~1e-15 relative, pass at 1e-11). Adam's updates are
 compared step by step, with gradients spread over six orders of magnitude so
 that a missing bias correction or a wrong eps shows; AdamW's decay alone
-(its region) is checked with two learning rates, as a schedule changes lr.
+(its region) is checked with two learning rates, as a schedule changes lr; whole
+AdamW steps (with a stand-in decay) check that Adam's update adds no L2 term there.
 """
 
 from .registry import check, task
@@ -34,8 +35,11 @@ CHECKS = [
         "m, v, then p -= lr m_hat / (sqrt(v_hat) + eps) with m_hat = m / (1 - b1^t), "
         "v_hat = v / (1 - b2^t); in place"),
     check("adam", "adam_l2_weight_decay", 3, [
-        task("adam", 57, steps=3, hyper=dict(HYPER, weight_decay=0.1), shapes=SHAPES)],
-        "Adam's weight decay joins the gradient (g + wd p) before the moments"),
+        task("adam", 57, steps=3, hyper=dict(HYPER, weight_decay=0.1), shapes=SHAPES),
+        task("adam", 61, steps=3, hyper=dict(HYPER, weight_decay=0.1), shapes=SHAPES,
+             optimizer="AdamW")],
+        "Adam's weight decay joins the gradient (g + wd p) before the moments; AdamW's "
+        "does not (whole AdamW steps here, its decay a stand-in: decoupled only)"),
     check("adam", "adam_first_step", 3, [
         task("adam", 58, steps=1, hyper=dict(lr=1e-2, eps=1e-12), shapes={"w": [4, 5]})],
         "with bias correction the first step moves every coordinate by about lr * sign(g)"),

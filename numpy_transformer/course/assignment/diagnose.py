@@ -13,12 +13,19 @@ signatures of a mistake against the expected array and says what it sees:
     a fresh draw        a dropout stand-in counted more than one mask drawn
 
 Never the expected formula: only how the two arrays relate. "" when nothing fits.
+`import_failure` turns a worker's "SyntaxError: ... (softmax.py, line 49)" into one
+clear message: "layers/softmax.py does not import: SyntaxError at line 49".
 """
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 
+PACKAGE = Path(__file__).resolve().parents[2]      # the reference's numpy_transformer/
+NOT_PARSED = re.compile(r"(?P<kind>SyntaxError|IndentationError|TabError): .*"
+                        r"\((?P<file>[\w.]+\.py), line (?P<line>\d+)\)")
 CLOSE = 1e-9        # relative agreement that counts as "exactly" for a signature
 
 
@@ -27,9 +34,22 @@ def near(have, want):
     return have.shape == want.shape and float(np.abs(have - want).max(initial=0.0)) <= CLOSE * scale
 
 
-def named_factors(shape):
-    """[(value, name, question)] of the factors worth naming for an array of `shape`."""
+def scalar_factors(args):
+    """[(value, name, question)] from the task's float arguments (p, dloss, lr, ...)."""
     named = []
+    for key, a in sorted((args or {}).items()):
+        if isinstance(a, float) and 0.0 < abs(a) and a != 1.0:
+            question = f"is a factor of {key} missing, or applied once too often?"
+            named += [(a, f"{key} ({key} = {a:g})", question),
+                      (1 / a, f"1/{key} ({key} = {a:g})", question),
+                      (1 - a, f"(1 - {key}) ({key} = {a:g})", question),
+                      (1 / (1 - a), f"1/(1 - {key}) ({key} = {a:g})", question)]
+    return named
+
+
+def named_factors(shape, args=None):
+    """[(value, name, question)] of the factors worth naming for an array of `shape`."""
+    named = scalar_factors(args)
     if len(shape) >= 2:
         B, N = shape[0], int(np.prod(shape[:-1]))
         named += [(1 / B, f"1/B (B = {B}, its first axis)", "did you average over the batch?"),
@@ -58,10 +78,13 @@ def factor_of(have, want):
     return c
 
 
-def factor_message(what, c, shape):
-    for value, name, question in named_factors(shape):
-        if abs(c - value) <= 1e-7 * abs(value):
-            return f"your {what} is exactly {name} times the expected one: {question}"
+def factor_message(what, c, shape, args=None):
+    found = [(name, question) for value, name, question in named_factors(shape, args)
+             if abs(c - value) <= 1e-7 * abs(value)]
+    if found:           # every name that fits (B = 2 is also 2)
+        names, questions = zip(*found)
+        return (f"your {what} is exactly {' = '.join(names)} times the expected one: "
+                f"{' '.join(dict.fromkeys(questions))}")
     return f"your {what} is the expected one times a constant factor of {c:.4g}"
 
 
@@ -81,9 +104,29 @@ def fewer_axes_summed(have, want):
     return near(have.sum(axis=tuple(range(extra))), want)
 
 
-def diagnose(what, name, want, have, inputs=None):
+def assigned(have, want, before):
+    """Every entry is the expected one, or the expected minus what it held before (some)."""
+    if before is None or np.shape(before) != want.shape:
+        return False
+    scale = CLOSE * max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    same, overwritten = np.abs(have - want) <= scale, np.abs(have - want + before) <= scale
+    return bool(np.all(same | overwritten) and np.any(overwritten & ~same))
+
+
+def error_hint(message):
+    """What a worker's error message suggests, or "" (NumPy's += of a bigger array)."""
+    found = re.search(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
+                      r"shape (\(.*?\))", message)
+    if found is None:
+        return ""
+    return (f"an array of shape {found[2]} added into a gradient of shape {found[1]}: a sum "
+            "over too few axes?")
+
+
+def diagnose(what, name, want, have, inputs=None, args=None):
     """A sentence on how `have` (the student's array `name`, called `what`) relates to the
-    expected `want`; `inputs`: the task's input arrays ("grad0.<param>": prefilled)."""
+    expected `want`; `inputs`: the task's input arrays ("grad0.<param>": prefilled);
+    `args`: the task's arguments (its float ones name factors)."""
     inputs, what = inputs or {}, what.removeprefix("the ")
     if name == "dropout.draws" and have.shape == want.shape and np.all(have > want):
         return ("dropout drew a new mask after forward: reuse the kept one (reapply, backward) "
@@ -95,13 +138,14 @@ def diagnose(what, name, want, have, inputs=None):
         return ""
     c = factor_of(have, want)
     if c is not None and abs(c) <= CLOSE:
-        return f"your {what} is zero where the expected one is not: is a step missing?"
+        return (f"your {what} is zero where the expected one is not: is a step missing, or "
+                "was the result rebound to a new array instead of written in place?")
     if c is not None:
-        return factor_message(what, c, want.shape)
+        return factor_message(what, c, want.shape, args)
     if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
         return f"your {what} is the transpose of the expected one (its last two axes swapped)"
     before = inputs.get("grad0." + name[5:]) if name.startswith("grad.") else None
-    if before is not None and np.shape(before) == want.shape and near(have, want - before):
+    if assigned(have, want, before):
         return (f"your {what} is the expected one minus what it held before: assigned (=) "
                 "instead of accumulated (+=)?")
     m = masked(have, want)
@@ -110,3 +154,14 @@ def diagnose(what, name, want, have, inputs=None):
         return (f"your {what} differs only where the expected one is 0{scale}: "
                 "a mask not applied?")
     return ""
+
+
+def import_failure(message):
+    """"<path> does not import: SyntaxError at line N" for a worker's message of a file that
+    does not parse (the path as in the package when its name is unique there), else ""."""
+    found = NOT_PARSED.search(message)
+    if found is None:
+        return ""
+    same = sorted(PACKAGE.rglob(found["file"]))
+    path = same[0].relative_to(PACKAGE).as_posix() if len(same) == 1 else found["file"]
+    return f"{path} does not import: {found['kind']} at line {found['line']}"

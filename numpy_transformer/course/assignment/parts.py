@@ -26,7 +26,7 @@ import numpy as np
 
 from ...gradcheck_cases import Package
 from . import checks_layers, checks_models, checks_training
-from .diagnose import diagnose
+from .diagnose import diagnose, error_hint, import_failure
 from .harness import Draw, Read, run_task
 from .registry import PARTS, TITLES, validate_parts  # noqa: F401
 
@@ -109,9 +109,9 @@ def label(name):
             "dropout.draws": "masks drawn by dropout"}.get(name, name)
 
 
-def compare(expected, got, keys, tolerance, inputs=None):
+def compare(expected, got, keys, tolerance, inputs=None, args=None):
     """(largest relative error, [problems]) of one task's outputs against the expected
-    (`inputs`: the task's input arrays, for the diagnosis of a wrong one)."""
+    (`inputs`, `args`: the task's input arrays and arguments, to diagnose a wrong one)."""
     names = [n for n in expected if not keys or n.startswith(keys)]
     floats = [np.abs(expected[n]).max(initial=0.0) for n in names if expected[n].dtype != bool]
     floor = 1e-6 * max(floats, default=0.0) or 1e-300
@@ -124,7 +124,7 @@ def compare(expected, got, keys, tolerance, inputs=None):
             problems.append((math.inf, f"{label(name)}: dtype {have.dtype}, expected "
                                        f"{want.dtype}"))
         elif have.shape != want.shape:
-            seen = diagnose(label(name), name, want, have, inputs)
+            seen = diagnose(label(name), name, want, have, inputs, args)
             problems.append((math.inf, f"{label(name)}: shape {have.shape}, expected "
                                        f"{want.shape}" + (f": {seen}" if seen else "")))
         elif want.dtype == bool:
@@ -137,17 +137,17 @@ def compare(expected, got, keys, tolerance, inputs=None):
             err = float(np.abs(have - want).max(initial=0.0)) / scale
             worst = max(worst, err)
             if not err <= tolerance:
-                problems.append((err, wrong_array(name, want, have, err, inputs)))
+                problems.append((err, wrong_array(name, want, have, err, (inputs, args))))
     worst = max([worst, *(e for e, _ in problems)], key=lambda e: math.inf if math.isnan(e) else e)
     return worst, [text for _, text in problems]
 
 
-def wrong_array(name, want, have, err, inputs):
+def wrong_array(name, want, have, err, task):
     """The message of an array outside the tolerance: numerically close, or diagnosed."""
     if err <= NUMERIC:
         return (f"{label(name)} is numerically close (rel err {err:.1e}), not exact: is this "
                 "a finite-difference gradient?")
-    seen = diagnose(label(name), name, want, have, inputs)
+    seen = diagnose(label(name), name, want, have, *task)
     if name == "dropout.draws":
         return seen or f"{label(name)}: {int(have.max())}, expected {int(want.max())}"
     return f"{label(name)} (rel err {err:.1e})" + (f": {seen}" if seen else "")
@@ -168,13 +168,17 @@ def score_check(c, index, outputs, status):
         if state["state"] == "not implemented":
             return CheckResult(c.name, 0, c.points, False, None,
                                f"not implemented: {state['message']}")
+        if state["state"] != "ok" and import_failure(state["message"]):
+            return CheckResult(c.name, 0, c.points, False, None,
+                               import_failure(state["message"]))
         if state["state"] != "ok":
-            problems.append(f"task {j + 1}: {state['message']}")
+            hint = error_hint(state["message"])
+            problems.append(f"task {j + 1}: {state['message']}" + (f": {hint}" if hint else ""))
             continue
         prefix = tid + "."
         got = {k[len(prefix):]: v for k, v in outputs.items() if k.startswith(prefix)}
         err, wrong = compare(c_expected(c, index, j), got, c.keys, c.tolerance,
-                             task_inputs(c.part, tid))
+                             task_inputs(c.part, tid), c.tasks[j]["args"])
         other = reference_results(c.part).alternatives.get(tid)
         if wrong and other is not None:
             err_other, wrong_other = compare(other, got, c.keys, c.tolerance)
@@ -207,6 +211,10 @@ def score_part(part, outputs, status):
     stubs = [r for r in results if r.message.startswith("not implemented: ")]
     if stubs and len(stubs) == len(results):
         return PartResult(part, 0, max_points(part), None, stubs[0].message, results)
+    broken = [r for r in results if " does not import: " in r.message]
+    if broken:      # one clear message: a file of the package does not parse
+        return PartResult(part, sum(r.points for r in results), max_points(part), None,
+                          broken[0].message, results)
     return summarize(part, results)
 
 

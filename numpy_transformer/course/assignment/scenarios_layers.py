@@ -7,6 +7,7 @@ one forward and backward on the teacher's arrays. Harness code: NumPy only.
 
 import numpy as np
 
+from . import standins
 from .steps import forward_backward, map_standin, restore, set_parameters, stand, swap
 
 
@@ -109,11 +110,15 @@ def one_parameter_model(pkg, source, shapes):
     return model
 
 
-def adam(pkg, source, steps, hyper, shapes):
-    """`steps` Adam updates with drawn gradients of several scales; returns every update."""
+def adam(pkg, source, steps, hyper, shapes, optimizer="Adam"):
+    """`steps` Adam updates with drawn gradients of several scales; returns every update.
+    optimizer="AdamW": whole AdamW steps, its decay a stand-in (standins.decay: the decay
+    is graded in the adamw part), so what is left is Adam's update without L2 decay."""
     model = one_parameter_model(pkg, source, shapes)
     arrays = dict(model.params)
-    optimizer = pkg.module("optim.adam").Adam(model, **hyper)
+    optimizer = getattr(pkg.module("optim.adam"), optimizer)(model, **hyper)
+    if hasattr(optimizer, "decay"):
+        optimizer.decay = standins.decay
     found = {}
     for step in range(steps):
         for name, shape in shapes.items():

@@ -19,6 +19,7 @@ shows) with a parameter (so a child whose backward runs twice, or never, shows).
     attention(q, k, v, mask, dropout) / attention_backward(...)   the kernel's stand-in:
                      W = tanh(q k^T / 2), O = W v + q     (no softmax, no scale)
     softmax_backward(dp, p, axis)   dx = p (dp - mean(dp))  (a mean, not the sum)
+    decay(p)         p <- 0.97 p in place            in place of AdamW.decay
 
 Harness code: this file imports nothing but NumPy, because the grading worker
 loads it by path beside the student's package (see worker.py). Stand-ins are
@@ -51,6 +52,11 @@ def attention_backward(dout, q, k, v, weights, dropout=None):
 def softmax_backward(dp, p, axis=-1):
     """Stand-in for softmax_backward (not it: a mean where the real one has a sum)."""
     return p * (dp - dp.mean(axis=axis, keepdims=True))
+
+
+def decay(p):
+    """Stand-in for AdamW.decay: p <- 0.97 p in place (no learning rate, no weight_decay)."""
+    p *= 0.97
 
 
 def kit(Module):
