@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy
 import pytest
@@ -31,6 +32,7 @@ from test_assignment_grader import fresh, replace_regions
 from test_grader_survives import BOX, class_of, grade_class, prepend, processes_holding, rows
 
 needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
+BOX_HARNESS = PACKAGE / "course" / "assignment"      # holds sandbox.py, as the copy does
 
 HUNT = '''
 
@@ -193,3 +195,43 @@ def test_the_grade_output_names_the_protections(solution_copy, tmp_path):
     assert done.stdout.count("sandbox: ") == 1, done.stdout
     assert BOX.line in done.stdout
     assert json.loads((tmp_path / "grade.json").read_text())["sandbox"] == BOX.line
+
+
+INSIDE_VIEW = '''import json, os, sys
+sys.path.append("/nt/site")
+import numpy
+def writable(path):
+    try:
+        open(path, "w").close()
+        return True
+    except OSError:
+        return False
+status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines()
+              if ":\\t" in line)
+print(json.dumps({"root": sorted(os.listdir("/")), "nt": sorted(os.listdir("/nt")),
+                  "site": sorted(os.listdir("/nt/site")), "teacher": os.path.exists(TEACHER),
+                  "usr": writable("/usr/nt-probe"), "scratch": writable("/nt/student/x"),
+                  "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+                  "caps": status["CapEff"].strip(), "bounding": status["CapBnd"].strip()}))'''
+
+
+@needs_private_root
+def test_inside_the_private_root(tmp_path):
+    """Protection: what sandbox.py mounts, and the capabilities it leaves (none)."""
+    for name in ("harness", "part", "student", "root"):
+        (tmp_path / name).mkdir()
+    code = INSIDE_VIEW.replace("TEACHER", repr(str(PACKAGE / "layers" / "linear.py")))
+    argv = BOX.command(sys.executable, tmp_path / "root", {
+        "harness": (BOX_HARNESS, False), "part": (tmp_path / "part", True),
+        "student": (tmp_path / "student", True)}, ["-I", "-c", code])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    seen = json.loads(done.stdout)
+    assert seen["nt"] == ["harness", "part", "site", "student"], seen
+    assert set(seen["root"]) <= {"usr", "bin", "lib", "lib64", "lib32", "sbin", "etc", "dev",
+                                 "proc", "tmp", "nt", "root", "opt", "home"}, seen["root"]
+    assert seen["site"] == sorted(n for n in ("numpy", "numpy.libs")
+                                  if (Path(numpy.__file__).parents[1] / n).is_dir())
+    assert not seen["teacher"] and not seen["usr"] and seen["scratch"], seen
+    assert seen["processes"] == ["1"], seen                  # the worker alone
+    assert int(seen["caps"], 16) == 0 and int(seen["bounding"], 16) == 0, seen
+    assert (tmp_path / "student" / "x").exists()
