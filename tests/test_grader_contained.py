@@ -139,6 +139,7 @@ def test_a_submission_that_knows_the_paths_reaches_nothing(solution_copy, tmp_pa
                "tmp": tempfile.gettempdir()}
     folders = class_of(solution_copy, tmp_path, code=attack(targets, token))
     (tmp_path / "a" / "notes").mkdir()
+    classmate = Path(targets["overwrite"][0]).read_text()       # a is graded before b
     try:
         done = grade_class(folders, tmp_path, "gelu", "linear")
         table = rows(tmp_path / "class.csv")
@@ -146,6 +147,7 @@ def test_a_submission_that_knows_the_paths_reaches_nothing(solution_copy, tmp_pa
         assert "sandbox: user+mount+pid namespaces, private root" in done.stdout
         assert (tmp_path / "c" / "numpy_transformer").is_dir()
         assert (tmp_path / "a" / "notes").is_dir()
+        assert Path(targets["overwrite"][0]).read_text() == classmate
         assert not list((tmp_path / "b").rglob("LEAKED-*")), "the grader's files were readable"
     finally:
         planted = [os.path.join(f, token) for f in targets["write"]
