@@ -8,8 +8,8 @@ The scan makes a student copy with every part stubbed and reads every file in it
   ones, a cell computing a part's answer, and the unnamed exercises);
 - every line of the grader that the copy must not carry: every module of
   assignment/ (the checks, the catalogue of mistakes, the runner, ...) but
-  registry.py, which the copy carries, and make.py, which holds the text of
-  the copy's own small modules;
+  registry.py, which the copy carries, and make.py and standalone.py, which
+  hold the text of the copy's own small modules and pyproject.toml;
 - every line of the answer keys of the think questions (notebooks/answers/).
 
 Lines are compared with their whitespace normalised and a trailing comment
@@ -49,6 +49,7 @@ from numpy_transformer.course.assignment.make import (ANSWERS, PACKAGE, STUDENT_
 ROOT = PACKAGE.parent
 NOTEBOOKS = ROOT / "notebooks"
 LONG = 30                       # solution lines this long are also found inside longer lines
+COPY_WRITERS = ("make.py", "standalone.py")    # they hold the text of the copy's own files
 KEYWORDS = {"pass", "else:", "try:", "finally:", "break", "continue", "return", "return None"}
 
 
@@ -127,7 +128,7 @@ def solution_lines():
             add(region_lines(lines, [r]), f"solution region of {r.path}",
                 short_and_shown if r.part else given.__contains__)
     for path in sorted((PACKAGE / "course" / "assignment").glob("*.py")):
-        if path.name not in (*STUDENT_ASSIGNMENT, "make.py"):      # make.py: the copy's
+        if path.name not in (*STUDENT_ASSIGNMENT, *COPY_WRITERS):     # the copy's own text
             add(path.read_text(encoding="utf-8").split("\n"),
                 f"grader file assignment/{path.name}", given.__contains__)
     for path in sorted((NOTEBOOKS / ANSWERS).glob("*.md")):

@@ -7,7 +7,10 @@ Every command runs in a fresh process inside the copy (cwd = the copy, so that
 Jupyter kernel whose PYTHONPATH is the copy.
 """
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from doors import error, nt, ok
@@ -101,3 +104,42 @@ def test_a_lesson_runs_past_parts_that_are_written(tmp_path, monkeypatch):
     assert failing == 12, message
     assert "[assignment part adam]" in message and "07_loss_label_smoothing_adam" in message
     assert ran == [1, 3, 5, 7, 9, 10, 12]
+
+
+def test_a_lesson_imports_the_copy_and_says_so(layernorm_copy, monkeypatch):
+    """With no PYTHONPATH, the kernel (started in notebooks/) still imports the copy: the
+    first code cell puts it first on sys.path and prints where the package comes from."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    path = next((layernorm_copy / "notebooks").glob("04_*.ipynb"))
+    book = nbformat.read(path, as_version=4)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    client = nbclient.NotebookClient(book, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    with pytest.raises(nbclient.exceptions.CellExecutionError) as failure:
+        client.execute()                                  # stops at the layernorm stub
+    assert "[assignment part layernorm]" in str(failure.value)
+    first = next(c for c in book.cells if c.cell_type == "code")
+    said = "".join(o.get("text", "") for o in first.outputs)
+    assert said.strip() == f"numpy_transformer from {layernorm_copy / 'numpy_transformer'}"
+
+
+def test_a_copy_installs_and_is_then_the_package(layernorm_copy, tmp_path):
+    """`pip install -e .` works in a copy (here into a throwaway virtual environment that
+    sees this Python's packages, pip included, with no download): its Python then imports
+    the copy."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True)     # this Python's pip and setuptools, not older
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index",
+                           "--no-build-isolation", "-q", "-e", str(layernorm_copy)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    where = subprocess.run([str(python), "-c", "import numpy_transformer as nt; "
+                            "print(nt.__file__)"], capture_output=True, text=True,
+                           cwd=tmp_path, env={k: v for k, v in os.environ.items()
+                                              if k != "PYTHONPATH"}, timeout=120)
+    assert where.stdout.strip() == str(layernorm_copy / "numpy_transformer" / "__init__.py"), (
+        where.stdout + where.stderr)

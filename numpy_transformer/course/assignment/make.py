@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
                       write_region_bodies)
+from .standalone import finish_copy
 from .strip import strip_copy, where_hint
 from .parts import PARTS, TITLES, max_points, validate_parts
 from ...errors import InputError
@@ -184,7 +185,9 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
     for part in parts:
         where = "<br>".join(f"`{r.path}` `{r.qualname}`" for r in regions if r.part == part)
         lines.append(f"| {part} | {max_points(part)} | {TITLES[part]} | {where} |")
-    lines += ["", "Check your gradients from this folder (it imports the package here):", "",
+    lines += ["", "Install this copy, in a virtual environment of its own: `pip install -e .`",
+              "(the lessons use this copy's package either way: their first cell says which).",
+              "", "Check your gradients from this folder (it imports the package here):", "",
               "    python -m numpy_transformer gradcheck --layers-only", "",
               "It reports every layer whose part you have not written yet as `not implemented`",
               "(naming the part) and goes on with the others. Grading runs from your teacher's",
@@ -246,6 +249,7 @@ def make(out, parts=None, solutions=False, teacher=False):
         for book in sorted({path.name for path, _, _ in lessons} if not solutions else []):
             _stub_notebook(out / "notebooks" / book, parts)
     strip_copy(out, stubbed)
+    finish_copy(out)                  # pyproject.toml; the lessons import this copy
     readme = _readme(parts, regions, solutions, notebooks.is_dir(),
                      teacher and notebooks.is_dir())
     (out / "README.md").write_text(readme, encoding="utf-8")
