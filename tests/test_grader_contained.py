@@ -212,6 +212,7 @@ status = dict(line.split(":\\t") for line in open("/proc/self/status").read().sp
               if ":\\t" in line)
 print(json.dumps({"root": sorted(os.listdir("/")), "nt": sorted(os.listdir("/nt")),
                   "site": sorted(os.listdir("/nt/site")), "teacher": os.path.exists(TEACHER),
+                  "installed": os.listdir(SITE) if os.path.isdir(SITE) else [],
                   "usr": writable("/usr/nt-probe"), "scratch": writable("/nt/student/x"),
                   "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
                   "caps": status["CapEff"].strip(), "bounding": status["CapBnd"].strip()}))'''
@@ -222,7 +223,8 @@ def test_inside_the_private_root(tmp_path):
     """Protection: what sandbox.py mounts, and the capabilities it leaves (none)."""
     for name in ("harness", "part", "student", "root"):
         (tmp_path / name).mkdir()
-    code = INSIDE_VIEW.replace("TEACHER", repr(str(PACKAGE / "layers" / "linear.py")))
+    code = INSIDE_VIEW.replace("TEACHER", repr(str(PACKAGE / "layers" / "linear.py"))).replace(
+        "SITE", repr(str(Path(numpy.__file__).parents[1])))
     argv = BOX.command(sys.executable, tmp_path / "root", {
         "harness": (BOX_HARNESS, False), "part": (tmp_path / "part", True),
         "student": (tmp_path / "student", True)}, ["-I", "-c", code])
@@ -234,6 +236,7 @@ def test_inside_the_private_root(tmp_path):
     assert seen["site"] == sorted(n for n in ("numpy", "numpy.libs")
                                   if (Path(numpy.__file__).parents[1] / n).is_dir())
     assert not seen["teacher"] and not seen["usr"] and seen["scratch"], seen
+    assert seen["installed"] == [], seen      # site-packages is empty: no installed package
     assert seen["processes"] == ["1"], seen                  # the worker alone
     assert int(seen["caps"], 16) == 0 and int(seen["bounding"], 16) == 0, seen
     assert (tmp_path / "student" / "x").exists()

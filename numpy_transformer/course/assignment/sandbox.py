@@ -136,7 +136,8 @@ def hidden_folders(python):
                     os.path.join(sys.prefix, "lib", "python3*", "site-packages")):
         found.update(glob.glob(pattern))
     found.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    return sorted(os.path.realpath(f) for f in found if os.path.isdir(f))
+    return sorted({form for f in found if os.path.isdir(f)            # as given and resolved
+                   for form in (os.path.abspath(f), os.path.realpath(f))})
 
 
 def _probe(tool, words, python, user=None):
