@@ -270,9 +270,12 @@ def test_every_part_has_formulas_that_the_reference_states():
     assert found == set(PARTS)
 
 
-def test_a_copy_keeps_the_formulas_of_the_parts_it_does_not_stub(tmp_path):
+def test_a_copy_keeps_the_formulas_of_the_parts_it_does_not_stub_and_a_teachers_all(tmp_path):
     make(tmp_path / "solution", solutions=True, teacher=True)
     make(tmp_path / "linear", parts=["linear"])
+    make(tmp_path / "teacher", parts=["linear"], teacher=True)
     assert {p for _, parts, _ in formula_leaks(tmp_path / "solution") for p in parts} == set(PARTS)
     left = {p for _, parts, _ in formula_leaks(tmp_path / "linear") for p in parts}
     assert "linear" not in left and {"layernorm", "attention", "adam"} <= left
+    kept = {p for _, parts, _ in formula_leaks(tmp_path / "teacher") for p in parts}
+    assert "linear" in kept                     # a teacher's copy keeps the derivations

@@ -100,7 +100,8 @@ def add_subcommand(subparsers, list_parts=True):
                       help="keep the reference code (a solution copy, to check the grader)")
     make.add_argument("--teacher", action="store_true",
                       help="also copy the answer keys of the lessons' think questions "
-                           "(notebooks/answers/): a teacher copy, not for students")
+                           "(notebooks/answers/) and keep the parts' formulas in docstrings "
+                           "and lessons: a teacher copy, not for students")
     add_common(make)
     make.set_defaults(run=_run_make)
     _add_grade(commands)

@@ -219,7 +219,8 @@ def make(out, parts=None, solutions=False, teacher=False):
 
     parts      the parts to stub (default: all, see PARTS); ValueError for unknown names
     solutions  keep the reference code in place (a solution copy, to check the grader)
-    teacher    also copy the answer keys of the lessons' think questions (notebooks/answers/)
+    teacher    also copy the answer keys of the lessons' think questions (notebooks/answers/),
+               and keep the parts' formulas in docstrings and lessons
     """
     parts = validate_parts(parts)
     own = read_manifest(PACKAGE.parent, required=False)
@@ -248,7 +249,7 @@ def make(out, parts=None, solutions=False, teacher=False):
                         ignore=shutil.ignore_patterns(*NOT_COPIED, *keys))
         for book in sorted({path.name for path, _, _ in lessons} if not solutions else []):
             _stub_notebook(out / "notebooks" / book, parts)
-    strip_copy(out, stubbed)
+    strip_copy(out, [] if teacher else stubbed)      # a teacher's copy keeps the formulas
     finish_copy(out)                  # pyproject.toml; the lessons import this copy
     readme = _readme(parts, regions, solutions, notebooks.is_dir(),
                      teacher and notebooks.is_dir())
