@@ -2,8 +2,8 @@
 accepts the correct forms of attention backward (issue 30, items 3 to 5).
 
 - A finite-difference GELU backward (rel err ~2e-11) scores 0: "numerically close".
-- The catalogue's mistakes whose message names their cause (DIAGNOSED: 17 of 49 when
-  written, 35%) keep doing so.
+- The catalogue's mistakes whose message names their cause (DIAGNOSED: 20 of 49 when
+  written, 41%) keep doing so.
 - A file that does not parse gives one message to every part that imports it
   ("layers/softmax.py does not import: SyntaxError at line N"); the others keep full marks.
 - The softmax backward written inline, or called under another name or through a module
@@ -41,6 +41,9 @@ DIAGNOSED = {     # mistake -> what its part's message must say (its cause)
     "dropout_without_scale": "exactly (1 - p)",
     "dropout_scales_twice": "exactly 1/(1 - p)",
     "adamw_decay_rebinds": "rebound to a new array instead of written in place",
+    "decoder_block_memory_keys_only": "lacks exactly one term of its sum, the value part",
+    "decoder_memory_last_layer_only": "lacks exactly one term of its sum, the memory gradient",
+    "decoder_memory_overwritten": "is one term of its sum only, the memory gradient of block",
 }
 ATTENTION = "scaled_dot_product_attention_backward"
 VARIANTS = {
@@ -59,7 +62,7 @@ def fresh(copy, tmp_path, name):
 
 
 def test_the_share_of_diagnosed_mistakes(solution_copy, tmp_path):
-    assert len(DIAGNOSED) / len(MISTAKES) >= 0.34
+    assert len(DIAGNOSED) / len(MISTAKES) >= 0.4
     for name, phrase in DIAGNOSED.items():
         mistake = next(m for m in MISTAKES if m.name == name)
         copy = fresh(solution_copy, tmp_path, name)

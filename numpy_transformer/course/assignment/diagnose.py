@@ -11,6 +11,8 @@ signatures of a mistake against the expected array and says what it sees:
     assigned, not added have = want - what the gradient held before (prefilled checks)
     a mask not applied  have agrees (up to a constant factor) except where want is 0
     a fresh draw        a dropout stand-in counted more than one mask drawn
+    a term of a sum     want - have (or have - want) is one of the check's named terms
+                        (outputs "term.<label>" of its scenario, never compared)
 
 Never the expected formula: only how the two arrays relate. "" when nothing fits.
 `import_failure` turns a worker's "SyntaxError: ... (softmax.py, line 49)" into one
@@ -113,6 +115,21 @@ def assigned(have, want, before):
     return bool(np.all(same | overwritten) and np.any(overwritten & ~same))
 
 
+def missing_term(have, want, inputs):
+    """"lacks ..."/"has ... too many" when want - have is one of the check's named terms
+    (inputs "term.<label>", from the reference's run), else ""."""
+    for key, term in inputs.items():
+        if key.startswith("term.") and np.shape(term) == want.shape and np.any(term):
+            if near(want - have, term):
+                return f"lacks exactly one term of its sum, {key[5:]}: is it left out?"
+            if near(have - want, term):
+                return f"has exactly one term too many, {key[5:]}: is it added twice?"
+            if near(have, term):
+                return (f"is one term of its sum only, {key[5:]}: are the others left out, "
+                        "or overwritten (= where += was meant)?")
+    return ""
+
+
 def error_hint(message):
     """What a worker's error message suggests, or "" (NumPy's += of a bigger array)."""
     found = re.search(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
@@ -136,6 +153,9 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                 "agrees: a sum over too few axes?")
     if have.shape != want.shape:
         return ""
+    term = missing_term(have, want, inputs)
+    if term:
+        return f"your {what} {term}"
     c = factor_of(have, want)
     if c is not None and abs(c) <= CLOSE:
         return (f"your {what} is zero where the expected one is not: is a step missing, or "

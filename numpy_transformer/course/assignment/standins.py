@@ -182,4 +182,5 @@ class Attention(StandIn):
         self.add("bias", rows(dy).sum(axis=0))
         dq = (dy * (1 - t * t)) @ self.A.T                              # (B, Tq, D)
         dmean = dy.sum(axis=1, keepdims=True) / k.shape[1]               # (B, 1, D)
-        return dq, dmean * v, dmean * k
+        self.returned = (dq, dmean * v, dmean * k)      # the terms a caller sums (terms())
+        return self.returned
