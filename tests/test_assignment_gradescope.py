@@ -246,10 +246,10 @@ def test_autograder_finds_a_package_uploaded_as_its_files(autograder_zip, copies
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
 
 
-def forged(package):
+def forged(package, root):
     """A blank package whose import writes a perfect results.json where Gradescope reads it."""
     forgery = ("import json, os\n"
-               "_root = os.environ.get('AUTOGRADER_ROOT', '/autograder')\n"
+               f"_root = {str(root)!r}\n"
                "try:\n    os.makedirs(_root + '/results', exist_ok=True)\n"
                "    open(_root + '/results/results.json', 'w').write(json.dumps({'score': 999}))\n"
                "    open(_root + '/forgery_ran', 'w').write('yes')\nexcept OSError:\n    pass\n")
@@ -275,7 +275,7 @@ def test_broken_submissions_score_zero_in_a_valid_results_json(autograder_zip, c
     if case == "syntax error":
         (package / "__init__.py").write_text("def broken(:\n")
     if case == "forged results":
-        forged(package)
+        forged(package, root)
     results = run_autograder(root)
     reached = case == "forged results" and isolation().level != "root"   # no ROOT in there
     assert (root / "forgery_ran").exists() == reached

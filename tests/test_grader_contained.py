@@ -240,3 +240,14 @@ def test_inside_the_private_root(tmp_path):
     assert seen["processes"] == ["1"], seen                  # the worker alone
     assert int(seen["caps"], 16) == 0 and int(seen["bounding"], 16) == 0, seen
     assert (tmp_path / "student" / "x").exists()
+
+
+def test_the_worker_inherits_no_variable_of_the_graders_environment(solution_copy, tmp_path):
+    """Protection: the runner's environment list (every level, sandbox or none)."""
+    copy = fresh(solution_copy, tmp_path)
+    prepend(copy, "GELU.backward", "import os\nif 'NT_TEACHER_SECRET' in os.environ:\n"
+                                   "    raise RuntimeError('the secret reached the worker')")
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "grade",
+                           str(copy), "--parts", "gelu"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "NT_TEACHER_SECRET": "x"})
+    assert done.returncode == 0, done.stdout + done.stderr

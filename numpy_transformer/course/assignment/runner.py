@@ -13,7 +13,8 @@ there, never into the student's folder), writes the part's tasks and input array
 in STUDENT (the scratch copy) in a session of its own, inside sandbox.py's private root
 where Linux allows it (then the worker sees only /nt/harness, /nt/student and /nt/part
 besides Python and NumPy, can signal no process outside, and all it started dies with it;
-`harness.warning` is the line saying which protections were in force): -B writes no
+`harness.warning` is the line saying which protections were in force), with no variable of
+the grader's environment but PATH and the locale's: -B writes no
 __pycache__, RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set, stdin is closed,
 stdout thrown away and stderr kept in a file (its last line explains a crash); the whole
 session is killed at the time limit and when the worker ends (`unshare`, and with it every
@@ -44,6 +45,7 @@ from .sandbox import INSIDE, isolation
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "harness.py", "steps.py", "scenarios_layers.py",
                  "scenarios_models.py", "standins.py", "repair.py", "sandbox.py")
+ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")  # what a worker inherits
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
 
@@ -100,7 +102,7 @@ class Harness:
                  ("tasks.json", "inputs.npz", "outputs.npz", "status.json")}
         Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
         np.savez(files["inputs.npz"], **reference.inputs)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env = {k: v for k, v in os.environ.items() if k in ENVIRONMENT}   # no teacher's secret
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
         seen = {"harness": str(self.folder), "student": str(scratch),
