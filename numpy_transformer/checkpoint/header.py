@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import message
+from ..version import __version__
 
 FORMAT = "numpy_transformer.checkpoint"
 VERSION = 2              # 2: typed configurations (data_config, train_config); 1: 0.1.0's
@@ -67,8 +68,8 @@ def check_header(header, path):
     version = header.get("version")
     if _is_int(version) and version == 1:
         raise InputError(f"checkpoint {path}: written by numpy_transformer 0.1.0 (checkpoint "
-                         f"format 1, which saved the command line's settings); this version "
-                         f"reads format {VERSION} (typed configurations) only: train the run "
+                         f"format 1, which saved the command line's settings); numpy_transformer "
+                         f"{__version__} reads format {VERSION} (typed configurations) only: train the run "
                          f"again with this version, or use it with numpy_transformer 0.1.0")
     if not _is_int(version) or version != VERSION:
         raise field("version", f"format version {VERSION}", repr(version)[:80])
