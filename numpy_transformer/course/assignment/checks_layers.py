@@ -3,7 +3,7 @@ gelu, dropout and feedforward.
 
 Every check compares the student's arrays with the reference's on the same
 inputs (registry.py): a correct backward agrees to rounding (~1e-15 relative,
-pass at 1e-11); a wrong one is off by 1e-3 or more. Every axis has its own
+pass at 1e-12); a wrong one is off by 1e-3 or more. Every axis has its own
 size, so a swapped or wrongly summed axis shows, and parameter gradients start
 from random values where a check says "prefilled", so a gradient written with
 = instead of += shows. A check that compares gradients gives nothing for

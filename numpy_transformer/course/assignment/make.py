@@ -195,7 +195,7 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
               "`gradcheck` compares every backward with float64 finite differences: a correct",
               "answer agrees to about 1e-9 relative, a wrong one is off by 1e-2 or more.",
               "The grader runs each part in a process of its own on inputs it draws, and",
-              "compares your outputs and gradients with its reference results (1e-8",
+              "compares your outputs and gradients with its reference results (1e-12",
               "relative; a correct answer agrees to about 1e-15). It also tests what finite",
               "differences cannot see: gradients must be ADDED into `grads` (+=, never =),",
               "repeated token ids and tied weights must receive every contribution, fully",

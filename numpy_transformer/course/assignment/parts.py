@@ -9,10 +9,10 @@ array by array, here in the teacher's process:
     rel err = max |got - expected| / max(max |expected|, 1e-6 * the task's largest value)
 
 A check passes when every compared array of every task has the expected shape,
-is finite and agrees within the check's tolerance (1e-11, float64 round-off: the
-catalogue's correct forms reach 2e-16 at most). Its points are all or nothing.
+is finite and agrees within the check's tolerance (1e-12, float64 round-off: the
+catalogue's correct forms reach 2.2e-16 at most). Its points are all or nothing.
 An array within 1e-6 but outside the tolerance is reported as numerically
-close (a finite-difference gradient lands at 1e-10 to 1e-8): no points. A wrong
+close (a finite-difference gradient lands at 1e-11 to 1e-8): no points. A wrong
 array's message says how it relates to the expected one (diagnose.py). A task that raised
 NotImplementedError fails its check as "not implemented"; a part whose every
 check is so is reported "not implemented: <the stub's message>".
