@@ -306,7 +306,7 @@ def test_mpiexec_train_writes_one_run_that_one_process_resumes(tmp_path):
 
 
 def readme_commands():
-    """The commands of the README's MPI section (its bash block), but the install."""
+    """The commands of the README's MPI page, docs/mpi.md (its bash block), but the install."""
     section = (README.parent / "docs" / "mpi.md").read_text().split(
         "# Data-parallel training on MPI\n", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section.split("\n## ", 1)[0], flags=re.S).group(1)
@@ -333,8 +333,9 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
 
 @needs_mpi
 def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path):
-    """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions),
-    shortened, on a small stand-in corpus; then the `average` of the checkpoints kept."""
+    """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions, on
+    docs/multi30k_recipe.md), shortened, on a small stand-in corpus; then the `average` of
+    the checkpoints kept."""
     recipe = README.parent / "docs" / "multi30k_recipe.md"
     lines = [line for line in recipe.read_text().splitlines()
              if line.startswith("mpiexec -n 2 python -m numpy_transformer train --src")]
