@@ -1,7 +1,7 @@
 """Write tests/data/torch_reference_tiny.npz: PyTorch's answers for three tiny models.
 
 As llm.c's `test_gpt2.c` reads a state file written once by PyTorch, our test suite
-reads this dump (tests/test_torch_reference.py), so parity with PyTorch is checked in
+reads this dump (tests/core/test_torch_reference.py), so parity with PyTorch is checked in
 every run, with or without PyTorch installed. The reference model is
 `torch_reference.py`'s (plain PyTorch ops, our weights, our parameter names).
 

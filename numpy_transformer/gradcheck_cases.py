@@ -1,6 +1,6 @@
 """The gradient-check cases of every layer and model: one list for all who check gradients.
 
-Used by the tests (tests/test_gradcheck.py runs every case) and by the `gradcheck`
+Used by the tests (tests/core/test_gradcheck.py runs every case) and by the `gradcheck`
 command (gradcheck_report.py prints a report of every case; run in a student's
 copy it reports stubbed parts as not implemented). The assignment grader does not
 use finite differences: it compares a student's arrays with the reference's

@@ -8,6 +8,8 @@ the tests stay written in NumPy and the package's code meets only device arrays.
 """
 
 import functools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,14 @@ from numpy_transformer.backend import (get_backend, get_default_dtype, set_defau
                                        to_numpy, xp)
 
 ON_DEVICE = get_backend() != "numpy"
+
+# The tests live by concern in core/, library/, cli/ (the doors) and course/; the helpers they
+# share (doors.py: running commands as a user does) stay here. This folder and those four are
+# importable from every test (a few tests reuse another file's helpers).
+HERE = Path(__file__).resolve().parent
+for folder in (HERE, *(HERE / name for name in ("core", "library", "cli", "course"))):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 @pytest.fixture

@@ -213,7 +213,7 @@ def write_results(settings, trainer, seconds, **results):
     sessions before it (saved in its checkpoints), so wall_seconds is the whole run's.
 
     The README's numbers are copied from these files (figures/*.json keeps one per
-    README run, and tests/test_readme_results.py ties the two together)."""
+    README run, and tests/cli/test_readme_results.py ties the two together)."""
     import platform
     from ..system.files import write_json
     seconds += trainer.seconds_before

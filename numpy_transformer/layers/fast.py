@@ -12,7 +12,7 @@ bias gradients) cost as much as the matrix products around them.
     fast.max(a, axis)    a.max(axis=axis)    a short last axis: reduced as columns instead
     fast.ones(a, n)      xp.ones(n, a.dtype) made once per size and kept (read only)
 
-Any other axis falls back to the plain call. tests/test_fast.py checks each
+Any other axis falls back to the plain call. tests/core/test_fast.py checks each
 function against its plain form. Results agree up to rounding (a matrix-vector
 product adds in another order than NumPy's pairwise sum); `max` is exact.
 """

@@ -19,7 +19,7 @@ still fail wherever they would fail under CuPy:
 
 Every device-to-host transfer is counted in `stats.transfers`, and every
 array made in `stats.dtypes`, so a test can prove that a training step stays
-on the device and in float32 (see tests/test_device_simulator.py).
+on the device and in float32 (see tests/core/test_device_simulator.py).
 """
 
 import operator

@@ -8,7 +8,7 @@ makes each, and the folder it writes. For each, `figures --all` reads that
 folder (history.json, config.json, results.json, best.npz, and the files that
 `evaluate --json` wrote into it), draws the run's figures into
 figures/<name>_*.png and writes figures/<name>.json: the results, the command,
-and `claims`, the phrases the README prints. tests/test_readme_results.py checks
+and `claims`, the phrases the README prints. tests/cli/test_readme_results.py checks
 that every claim is in the README and that the claims follow from the results,
 so a README number cannot drift from the run it came from.
 """

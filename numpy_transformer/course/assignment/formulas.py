@@ -15,7 +15,7 @@ from .registry import LESSONS, PARTS
 # Regular expressions matched against a line with its
 # whitespace runs made one space. A student copy holds none of the stubbed parts' (its
 # docstrings, hints, lessons and grader messages are stripped of them: make.py, and
-# tests/test_assignment_leaks.py scans every file of a copy); a teacher's copy keeps them.
+# tests/course/test_assignment_leaks.py scans every file of a copy); a teacher's copy keeps them.
 FORMULAS = {
     "linear": (r"d[XYxy]\\?,? ?W\^\\top", r"[Xx]\^\\top ?d[Yy]", r"x\^T dy", r"x\.T @ dy",
                r"dy W\^T", r"dy @ (self\.)?W\.T", r"dy\^T x", r"dy E\b", r"dW = x"),

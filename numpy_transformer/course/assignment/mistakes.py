@@ -7,7 +7,7 @@ text there says (its comments and its column padding included). Applied to a
 solution copy, every mistake must cost points in its part, and only there: a
 mistake the grader cannot catch is a bug in the grader, and one that costs
 points elsewhere breaks the promise that each part is graded on its own (the
-tests grade every mistake: tests/test_assignment.py, test_assignment_grader.py).
+tests grade every mistake: tests/course/test_assignment.py, test_assignment_grader.py).
 
 Where a function has several mistakes, each is written as one change (`wrong`)
 of the catalogue's own right body of it (right_bodies.py: the reference's math,

@@ -3,7 +3,7 @@
 Each is the reference's math for the lines between the solution markers of one
 function, with fewer comments and, where that is shorter, another order of the
 same operations (the same values to rounding). A mistake is one change of it
-(mistakes.changed); tests/test_assignment.py checks that every body here scores
+(mistakes.changed); tests/course/test_assignment.py checks that every body here scores
 full marks, so that each mistake costs points for its change alone.
 """
 

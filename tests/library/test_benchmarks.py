@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)        # benchmarks/ is not installed with the package
 
 from benchmarks.flops import Matmul, count_step_flops, forward_matmuls, time_matmuls  # noqa: E402

@@ -22,7 +22,7 @@ import pytest
 
 from numpy_transformer.data.download import DATASETS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 # No proxy for 127.0.0.1, whatever the machine running the tests is set up with.
 ENV = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy",
                                                                  "all_proxy")}

@@ -1,5 +1,5 @@
 """Optimizers, clipping and the Scheduler: hand-computed steps, PyTorch parity, state, bad
-arguments. The schedules' formulas: tests/test_schedules.py."""
+arguments. The schedules' formulas: tests/core/test_schedules.py."""
 
 import math
 import tracemalloc

@@ -9,7 +9,7 @@ import pytest
 from numpy_transformer.course.lesson_needs import (how_to_install, missing_modules,
                                                    optional_modules)
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def notebook(tmp_path, *sources):

@@ -19,7 +19,7 @@ from numpy_transformer.training.checkpoints import Checkpointer
 from numpy_transformer.training.gradient_sync import OneProcess
 from numpy_transformer.training.host_sync import HostSync
 
-TRAINING = Path(__file__).resolve().parents[1] / "numpy_transformer" / "training"
+TRAINING = Path(__file__).resolve().parents[2] / "numpy_transformer" / "training"
 
 
 class RecordingCheckpointer(Checkpointer):

@@ -14,7 +14,7 @@ import pytest
 
 from numpy_transformer.tools.gradcheck_report import run_report
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "gradcheck.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "gradcheck.md"
 LINE = re.compile(r"^(?:ok  |FAIL) (.*?)\s+max rel err\s+(\S+)\s")
 ROW = re.compile(r"^\| (.+?) \| (\d\.\d+e[-+]\d+) \|$", re.M)
 

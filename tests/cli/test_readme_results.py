@@ -14,7 +14,7 @@ import pytest
 
 from numpy_transformer.tools.readme_runs import claims, readme_runs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SUMMARIES = {run.name: ROOT / "figures" / f"{run.name}.json" for run in readme_runs()}
 

@@ -3,7 +3,7 @@
 Two kinds of ranks:
 - threads (thread_ranks.py), always run: the same code path in one process;
 - MPI processes, `mpiexec -n 2`: this file is also the worker script they run
-  (`python tests/test_mpi.py KIND DTYPE STEPS RESULT`), and the commands are run as a
+  (`python tests/library/test_mpi.py KIND DTYPE STEPS RESULT`), and the commands are run as a
   user types them. These skip, saying why, where mpi4py or mpiexec is missing
   (`pip install -e ".[mpi]"` brings both).
 
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.skipif(
     "it all-reduces the gradients through one host buffer (DataParallelTrainer refuses others)")
 
 STEPS, TOLERANCE_64, TOLERANCE_32 = 20, 1e-12, 1e-5
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 # The runs: one per kind, any number of ranks.

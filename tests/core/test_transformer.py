@@ -23,7 +23,7 @@ def ids_with_padding(rng, B, T, V):
 
 
 # Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
-# run by tests/test_gradcheck.py.
+# run by tests/core/test_gradcheck.py.
 
 def test_tied_embeddings_gradients(float64, rng):
     model = perturb(build_transformer(tiny_config(tie_embeddings=True, dropout=0.1)), rng)

@@ -13,7 +13,7 @@ from numpy_transformer.data import TASKS, DataConfig, Task, register_task
 from numpy_transformer.data.corpus import seq2seq_data, text_data
 from numpy_transformer.errors import InputError
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "numpy_transformer"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "numpy_transformer"
 
 
 class NextLetter(Task):

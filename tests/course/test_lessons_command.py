@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from doors import error, ok
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 NT = [sys.executable, "-m", "numpy_transformer", "lessons"]

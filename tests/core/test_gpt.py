@@ -19,7 +19,7 @@ def tiny_config(**overrides):
 
 
 # Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
-# run by tests/test_gradcheck.py.
+# run by tests/core/test_gradcheck.py.
 
 def test_untied_with_dropout_gradients(float64, rng):
     model = perturb(GPT(tiny_config(tie_embeddings=False, dropout=0.1, num_layers=1)), rng)

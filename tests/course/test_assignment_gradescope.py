@@ -21,7 +21,7 @@ from numpy_transformer.course.assignment.autograder import NUMPY_REQUIREMENT
 from numpy_transformer.course.assignment.gradescope import checks_of
 from numpy_transformer.course.assignment.sandbox import isolation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
 TOP_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format",
             "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",

@@ -1,7 +1,7 @@
 """SECURITY.md cites only tests that exist.
 
-Each row of SECURITY.md names the tests that prove its guarantee, as `tests/test_x.py`,
-`tests/test_x.py::test_name`, or a bare `test_name` that belongs to the last file named
+Each row of SECURITY.md names the tests that prove its guarantee, as `tests/<concern>/test_x.py`,
+`tests/<concern>/test_x.py::test_name`, or a bare `test_name` that belongs to the last file named
 before it in the same cell (any test file when none is). Every file named must exist and
 every test must be a `def test_name` in its file, so the document cannot cite a test that
 was renamed or removed.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-CITED = re.compile(r"`(tests/test_\w+\.py)(?:::(test_\w+))?[^`]*`|`(test_\w+)`")
+CITED = re.compile(r"`(tests/(?:\w+/)?test_\w+\.py)(?:::(test_\w+))?[^`]*`|`(test_\w+)`")
 
 
 def citations():
@@ -46,6 +46,6 @@ def test_every_test_security_md_cites_exists(row, file, name):
         assert (ROOT / file).is_file(), f"SECURITY.md row {row} cites {file}, which is gone"
     if name is None:
         return
-    where = [ROOT / file] if file else sorted(TESTS.glob("test_*.py"))
+    where = [ROOT / file] if file else sorted(TESTS.glob("*/test_*.py"))
     assert any(name in defined_in(path) for path in where), (
         f"SECURITY.md row {row} cites {name}, which is not a test in {file or 'tests/'}")

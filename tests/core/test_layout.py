@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORE = ("module", "backend", "errors", "validation", "masks", "losses", "gradcheck",
         "gradcheck_cases", "layers", "models", "optim", "kv_cache", "version")
 
@@ -70,3 +70,18 @@ def test_the_course_still_answers_its_own_commands(command, tmp_path):
     assert out.returncode == 0, out.stderr
     if command[0] == "assignment":
         assert "Parts: linear" in out.stdout
+
+
+def test_no_file_over_300_lines_and_no_function_over_60():
+    import ast
+    too_long = []
+    for path in sorted((ROOT / "numpy_transformer").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 300:
+            too_long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > 60:
+                    too_long.append(f"{path.relative_to(ROOT)}: {node.name} is {length} lines")
+    assert not too_long, too_long

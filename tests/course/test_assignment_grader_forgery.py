@@ -23,7 +23,7 @@ FIND_REFERENCE = '''
 def _find_reference():
     """Any importable copy of the package that is not this one: the forger's hope."""
     import importlib, os, sys
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for name, module in list(sys.modules.items()):
         where = os.path.abspath(getattr(module, "__file__", None) or here)
         if ("numpy_transformer" in name or "reference" in name) and not where.startswith(here):

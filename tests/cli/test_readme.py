@@ -6,9 +6,9 @@ them. A shell comment line (`# expected: ...`, the result a command gave) is not
 
 Training commands run shortened (`--steps 6`, `--quick`), the only change made to them; every
 other command runs exactly as printed. A command under `mpiexec -n N` runs as one process here
-(tests/test_mpi.py checks that N ranks train as one process does, and runs the launcher). Lines that install, clone, open Jupyter, run the
-benchmarks or download data are not run here (tests/test_benchmarks.py runs the benchmark's
-smoke mode; tests/test_data_command.py runs `data` against a local server).
+(tests/library/test_mpi.py checks that N ranks train as one process does, and runs the launcher). Lines that install, clone, open Jupyter, run the
+benchmarks or download data are not run here (tests/library/test_benchmarks.py runs the benchmark's
+smoke mode; tests/cli/test_data_command.py runs `data` against a local server).
 """
 
 import os
@@ -23,7 +23,7 @@ import pytest
 from numpy_transformer.backend import get_backend
 from doors import shortened
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
            "python benchmarks/", "python -m numpy_transformer data ")
