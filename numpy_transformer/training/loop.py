@@ -81,7 +81,7 @@ class Trainer:
         self.checkpointer = Checkpointer(out, overwrite) if checkpointer is None else checkpointer
         self.gradient_sync = OneProcess() if gradient_sync is None else gradient_sync
         self.host_sync = HostSync() if host_sync is None else host_sync
-        self.progress = Progress(log)
+        self.progress = Progress(log, c.label_smoothing)
         self.resume_command = resume_command or (lambda path: f"trainer.resume({path!r})")
         self.callbacks = list(callbacks)
         self.tokenizers = dict(tokenizers or {})
@@ -268,9 +268,7 @@ class Trainer:
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
         self.history.log_eval(self.step, scalars)
         self.last_eval = metrics
-        mean = self.progress.mean_loss()
-        train = f"train loss {mean:.4f}  " if mean is not None else ""
-        self.write(f"step {self.step}/{self.config.steps}  {train}held-out "
+        self.write(f"step {self.step}/{self.config.steps}  {self.progress.train_text()}held-out "
                    + format_metrics(scalars))
         value = scalars.get(self.best_metric)
         if improves(value, self.best, self.higher_is_better):

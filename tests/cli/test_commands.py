@@ -133,8 +133,8 @@ def test_a_run_logs_plain_lines_and_writes_everything_in_its_folder(work, task_r
     done = nt("train", "--task", "copy", "--quick", "--no-progress", "--out", "runs/log",
               cwd=work)
     out = ok(done)
-    assert "step 10/40  loss " in out and " tok/s" in out
-    assert "step 20/40  train loss " in out and "held-out loss" in out
+    assert "step 10/40  train loss (label-smoothed 0.1) " in out and " tok/s" in out
+    assert "step 20/40  train loss (label-smoothed 0.1) " in out and "held-out loss" in out
     assert "saved in runs/log/" in out and "next:  python -m numpy_transformer translate" in out
     assert (work / "runs" / "log" / "figures" / "loss.png").is_file() or \
         "figures skipped" in out
