@@ -3,7 +3,9 @@ with an explicit, hand-derived backward for every layer.
 
 Importing the package loads its core alone (backend, Module, layers, models, losses,
 optimizers, masks, gradient checker: docs/design.md); `Checkpoint`, `load_checkpoint` and
-`save_checkpoint` are imported from `numpy_transformer.checkpoint` on first use."""
+`save_checkpoint` are imported from `numpy_transformer.checkpoint` on first use, and
+`load_trained` (a trained run, to translate or generate with) from
+`numpy_transformer.trained`."""
 
 from .backend import (default_dtype, get_backend, get_default_dtype, set_backend,
                       set_default_dtype, to_numpy, xp)
@@ -11,10 +13,14 @@ from .module import Module
 from .version import __version__
 
 CHECKPOINT_NAMES = ("Checkpoint", "load_checkpoint", "save_checkpoint")
+TRAINED_NAMES = ("load_trained", "TrainedRun")
 
 
 def __getattr__(name):
     if name in CHECKPOINT_NAMES:
         from . import checkpoint
         return getattr(checkpoint, name)
+    if name in TRAINED_NAMES:
+        from . import trained
+        return getattr(trained, name)
     raise AttributeError(f"module 'numpy_transformer' has no attribute {name!r}")

@@ -1,0 +1,89 @@
+"""A trained run, used from Python: load it once, then translate or generate.
+
+    from numpy_transformer import load_trained
+    run = load_trained("runs/reverse")          # the run folder (best.npz) or a .npz
+    run.translate("a b c")                       # one text -> one output
+    run.translate(["a b c", "d e"], beam=4)      # a list -> a list, batched
+    lm = load_trained("runs/lm")
+    lm.generate("ROMEO:", 200, temperature=0.8, top_k=10, seed=0)
+
+It does what `translate` and `generate` do on the command line, with the same
+defaults, on `checkpoint.load_run` (the model, its tokenizers and what the run
+recorded: `run.metadata`, e.g. run.metadata["train_config"]).
+"""
+
+import os
+
+from .checkpoint import KINDS, load_run
+from .decoding import generate_text
+from .errors import InputError
+from .training.metrics import decode_batches
+from .validation import message
+
+CHECKPOINTS = ("best.npz", "last.npz")      # in a run folder, the first one found
+
+
+def find_checkpoint(path):
+    """The checkpoint of `path`: a .npz file, or a run folder's best.npz (else last.npz)."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return path                          # load_checkpoint names a missing file
+    for name in CHECKPOINTS:
+        if os.path.isfile(os.path.join(path, name)):
+            return os.path.join(path, name)
+    raise InputError(message("path", "a run folder holding best.npz or last.npz, or a "
+                             ".npz checkpoint", f"{path}, a folder without them"))
+
+
+def load_trained(path):
+    """A TrainedRun of the run folder (or checkpoint file) `path`."""
+    checkpoint = find_checkpoint(path)
+    model, tokenizers, metadata = load_run(checkpoint, option="path")
+    return TrainedRun(model, tokenizers, metadata, checkpoint)
+
+
+class TrainedRun:
+    """A trained model with its tokenizers: `kind` is "seq2seq" (written by `train`:
+    use `translate`) or "lm" (written by `train-lm`: use `generate`)."""
+
+    def __init__(self, model, tokenizers, metadata, path=None):
+        self.model, self.tokenizers, self.metadata = model, tokenizers, metadata
+        self.kind, self.path = metadata["kind"], path
+        model.eval()
+
+    def __repr__(self):
+        return f"TrainedRun({self.path!r}, kind={self.kind!r})"
+
+    def _need(self, kind, method):
+        if self.kind != kind:
+            raise InputError(message(method, f"{KINDS[kind]} (this is {KINDS[self.kind]})",
+                                     self.path))
+
+    def translate(self, texts, *, beam=1, length_penalty=0.6, max_len=None):
+        """The model's output for a text (a str), or for each of a list of texts (a list,
+        in order). beam 1: greedy; beam K > 1: beam search ranked with the length penalty
+        log P(Y) / ((5 + |Y|) / 6)^length_penalty. max_len None: input length + 10
+        (+ 50 with a beam), at most the model's max_len."""
+        self._need("seq2seq", "translate")
+        one = isinstance(texts, str)
+        texts = [texts] if one else list(texts)
+        src, tgt = self.tokenizers["src"], self.tokenizers["tgt"]
+        seqs = [src.encode(text) for text in texts]
+        for i, (text, seq) in enumerate(zip(texts, seqs)):
+            if not 0 < len(seq) <= self.model.config.max_len:
+                raise InputError(message(f"texts[{i}]", f"1 to {self.model.config.max_len} "
+                                         f"tokens (the model's max_len)",
+                                         f"{len(seq)} tokens in {text!r}"))
+        outputs = decode_batches(self.model, seqs, max_len=max_len, beam_size=beam,
+                                 length_penalty=length_penalty)
+        decoded = [tgt.decode(out) for out in outputs]
+        return decoded[0] if one else decoded
+
+    def generate(self, prompt="\n", max_new_tokens=300, *, temperature=0.8, top_k=None,
+                 seed=0, stop_at_eos=False):
+        """The prompt followed by `max_new_tokens` sampled characters (`generate`'s
+        defaults: temperature 0.8, every token drawable, seed 0)."""
+        self._need("lm", "generate")
+        return generate_text(self.model, self.tokenizers["text"], prompt, max_new_tokens,
+                             temperature=temperature, top_k=top_k, seed=seed,
+                             stop_at_eos=stop_at_eos)
