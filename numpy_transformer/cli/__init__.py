@@ -74,7 +74,7 @@ def main(argv=None):
         parser.print_help()
         return 2
     from ..system.threads import set_num_threads
-    set_num_threads(args.threads)
+    set_num_threads(getattr(args, "threads", 1))     # one where it has no --threads
     try:
         return args.run(args)
     except Exception as err:

@@ -42,8 +42,12 @@ VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" n
 
 
 def _add_grade(commands):
-    grade = commands.add_parser("grade", help="grade student copies (table, JSON, Gradescope, "
-                                              "class CSV)")
+    grade = commands.add_parser(
+        "grade", help="grade student copies (table, JSON, Gradescope, class CSV)",
+        description="Grade each DIR, a copy made by `assignment make`: run its parts in "
+        "worker processes against the reference's outputs, print each part's points, and exit "
+        "with status 1 below full marks; optionally write the scores as JSON, Gradescope's "
+        "results.json or a class table (CSV).")
     grade.add_argument("dirs", nargs="+", metavar="DIR", help="folders made by `assignment make`")
     grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON to FILE")
     grade.add_argument("--gradescope", metavar="FILE",
@@ -61,12 +65,16 @@ def _add_grade(commands):
                        help="keep the parts' formulas in the messages (a student's report, "
                             "and so Gradescope's, shows none)")
     overwrite_option(grade, "the files of --json, --gradescope and --csv")
-    add_common(grade)
+    add_common(grade, threads=False)     # the workers run on one thread
     grade.set_defaults(run=_run_grade)
 
 
 def _add_autograder(commands):
-    pack = commands.add_parser("autograder", help="write a Gradescope autograder zip")
+    pack = commands.add_parser(
+        "autograder", help="write a Gradescope autograder zip",
+        description="Write ZIP, to upload to Gradescope as the assignment's autograder: "
+        "setup.sh, run_autograder and the grader, grading the chosen parts with the time "
+        "limit and the visibility given.")
     pack.add_argument("--out", required=True, metavar="ZIP",
                       help="the zip to write (setup.sh, run_autograder and the grader)")
     pack.add_argument("--parts", nargs="+", metavar="PART",
@@ -75,7 +83,7 @@ def _add_autograder(commands):
     pack.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                       help="time limit of each part (default 60)")
     overwrite_option(pack, "ZIP")
-    add_common(pack)
+    add_common(pack, threads=False)           # writes a zip: no BLAS
     pack.set_defaults(run=_run_autograder)
 
 
@@ -91,7 +99,11 @@ def add_subcommand(subparsers, list_parts=True):
                            "or pack a Gradescope autograder", description=description)
     commands = parser.add_subparsers(dest="assignment_command",
                                      metavar="{make,grade,autograder}", required=True)
-    make = commands.add_parser("make", help="write a student copy of the package into DIR")
+    make = commands.add_parser(
+        "make", help="write a student copy of the package into DIR",
+        description="Write a copy of the package into DIR in which the chosen parts' backward "
+        "passes are stubs for the student to write (with --solutions: kept, a copy to check "
+        "the grader with), and a README for the student.")
     make.add_argument("--out", required=True, metavar="DIR",
                       help="a new (or empty) folder for the copy")
     make.add_argument("--parts", nargs="+", metavar="PART",
@@ -102,7 +114,7 @@ def add_subcommand(subparsers, list_parts=True):
                       help="also copy the answer keys of the lessons' think questions "
                            "(notebooks/answers/) and keep the parts' formulas in docstrings "
                            "and lessons: a teacher copy, not for students")
-    add_common(make)
+    add_common(make, threads=False)           # copies files: no BLAS
     make.set_defaults(run=_run_make)
     _add_grade(commands)
     _add_autograder(commands)

@@ -29,7 +29,7 @@ def add_parser(commands):
                    "expanded too)")
     p.add_argument("--out", required=True, metavar="AVG", help="the averaged checkpoint (.npz)")
     overwrite_option(p, "AVG")
-    add_common(p)
+    add_common(p, threads=False)              # a mean: no BLAS
     p.set_defaults(run=run_average)
 
 

@@ -40,7 +40,7 @@ def add_parsers(commands):
                    'JSON object {"path under OUT": "sha256", ...} replacing the built-in '
                    "digests of the files it names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_common(p)
+    add_common(p, threads=False)              # downloads: no BLAS
     p.set_defaults(run=run_data)
 
 

@@ -43,7 +43,7 @@ def add_parsers(commands):
     p.add_argument("--timeout", type=positive_float, default=600, metavar="SECONDS",
                    help="with --html: how long one cell may run before its lesson fails "
                    "(default 600)")
-    add_common(p)
+    add_common(p, threads="with --html: BLAS threads of the lessons' kernels (default 1)")
     p.set_defaults(run=run_lessons)
 
 

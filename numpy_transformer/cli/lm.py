@@ -51,7 +51,7 @@ def add_parsers(commands):
     p.add_argument("--eval-batches", type=positive_int,
                    help="held-out batches per periodic evaluation (the final one uses all)")
     add_model_options(p, encoder_decoder=False)
-    add_training_options(p, keep_last=True)
+    add_training_options(p, "runs/lm", keep_last=True)
     add_common(p)
     p.set_defaults(run=run_train_lm)
 

@@ -18,13 +18,47 @@ encoder-decoder; the older short names `--heads`, `--layers`, `--clip` and
 """
 
 import argparse
+import difflib
 import re
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: 'prog: error: ...' (the usage is under --help)."""
+    """argparse with one-line errors: 'prog: error: ...' (the usage is under --help), and
+    a suggestion for a mistyped option: 'unrecognized arguments: --stpes 5 (did you mean
+    --steps?)' (argparse's own `suggest_on_error` is Python 3.14's, and covers choices only)."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:      # the command's parser (set by cli/__init__.py) knows its options
+            command = getattr(parsed, "command_parser", None) or self
+            self.error(f"unrecognized arguments: {' '.join(extras)}"
+                       f"{did_you_mean(extras, command)}")
+        return parsed
+
+
+def long_options(parser):
+    """Every '--x' option of `parser` and of its subcommands."""
+    found = []
+    for action in getattr(parser, "_actions", ()):
+        found += [o for o in action.option_strings if o.startswith("--")]
+        choices = getattr(action, "choices", None)
+        for sub in choices.values() if isinstance(choices, dict) else ():
+            found += long_options(sub)
+    return found
+
+
+def did_you_mean(words, parser):
+    """' (did you mean --steps?)' for the first of `words` that is an option spelled close
+    to one of `parser`'s (difflib's similarity ratio 0.6 or more), else ''."""
+    known = long_options(parser)
+    for word in words:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=")[0], known, n=1)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
 
 
 def _typed(convert, check, expected):
@@ -58,15 +92,19 @@ def describe(settings):
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
-def add_common(p):
-    """Options every command has."""
+def add_common(p, threads=True):
+    """Options every command has, and --threads where it computes with BLAS (`threads`:
+    True, or the option's help; commands without it run on one thread, cli/__init__.py)."""
     p.add_argument("--debug", action="store_true", help="show a full traceback on errors")
-    p.add_argument("--threads", type=positive_int, default=1,
-                   help="BLAS threads (default 1: the small matrices here run fastest on one)")
+    if threads:
+        p.add_argument("--threads", type=positive_int, default=1, help=threads if isinstance(
+            threads, str) else "BLAS threads (default 1: the small matrices here run "
+            "fastest on one)")
 
 
 def add_model_options(p, encoder_decoder):
-    g = p.add_argument_group("model (defaults depend on the task; see the list below)")
+    g = p.add_argument_group("model (defaults depend on the task; see the list below)"
+                             if encoder_decoder else "model (defaults: see the list below)")
     g.add_argument("--d-model", type=positive_int, help="width D of every token vector")
     g.add_argument("--num-heads", "--heads", type=positive_int,
                    help="attention heads H (D must divide by H)")
@@ -92,9 +130,10 @@ def add_model_options(p, encoder_decoder):
                    help="share the (target) embedding with the output projection")
 
 
-def add_training_options(p, token_batches=False, keep_last=False):
-    """token_batches: also --batch-tokens (pairs of a seq2seq run); keep_last: --keep-last
-    (the command's settings must then name batch_tokens / keep_last)."""
+def add_training_options(p, out_default, token_batches=False, keep_last=False):
+    """out_default: what --out's help says it defaults to; token_batches: also
+    --batch-tokens (pairs of a seq2seq run); keep_last: --keep-last (the command's settings
+    must then name batch_tokens / keep_last)."""
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=positive_int, help="optimizer updates")
     g.add_argument("--batch-size", type=positive_int, help="sequences per batch")
@@ -105,7 +144,7 @@ def add_training_options(p, token_batches=False, keep_last=False):
                        "(rows x longest, padding included)")
     g.add_argument("--lr", type=positive_float, help="peak learning rate (Adam)")
     g.add_argument("--warmup", type=nonnegative_int,
-                   help="linear warm-up steps (default: the task's, at most --steps / 10)")
+                   help="linear warm-up steps (default: the list's below, at most --steps / 10)")
     g.add_argument("--schedule", choices=("cosine", "noam"),
                    help="decay after warm-up: cosine, or noam (1/sqrt(step), the paper's)")
     g.add_argument("--label-smoothing", type=probability, help="label smoothing epsilon")
@@ -124,7 +163,8 @@ def add_training_options(p, token_batches=False, keep_last=False):
     g.add_argument("--log-every", type=nonnegative_int,
                    help="without a progress bar, print a line every N steps")
     g.add_argument("--out", help="the run folder: checkpoints, tokenizers, history.json, "
-                   "config.json and figures/ (default runs/<task>)")
+                   f"config.json and figures/ (default {out_default}; with --resume, "
+                   "the checkpoint's folder)")
     g.add_argument("--figures", help="folder for the PNG figures (default OUT/figures)")
     g.add_argument("--no-figures", action="store_true", help="do not draw figures")
     g.add_argument("--resume", metavar="CKPT", help="continue the run saved in CKPT "

@@ -16,8 +16,12 @@ from .options import add_common, nonnegative_int
 
 
 def add_parsers(commands):
-    p = commands.add_parser("gradcheck", help="check every layer's backward against finite "
-                            "differences (float64) and print a report")
+    p = commands.add_parser(
+        "gradcheck", help="check every layer's backward against finite differences (float64) "
+        "and print a report",
+        description="Compare every layer's hand-written backward (and, unless --layers-only, "
+        "each whole model's) with central finite differences in float64; print each case's "
+        "largest relative error, and exit with status 1 if one is above its tolerance.")
     p.add_argument("--layers-only", action="store_true", help="skip the whole-model checks")
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random inputs (default 0)")

@@ -77,7 +77,9 @@ def add_parser(commands):
                    "output projection (needs --joint-vocab or a --task; implies "
                    "--tie-embeddings)")
     add_model_options(p, encoder_decoder=True)
-    add_training_options(p, token_batches=True, keep_last=True)
+    add_training_options(p, "runs/<task> for a task (runs/reverse without --task), "
+                         "runs/translation for a corpus", token_batches=True,
+                         keep_last=True)
     add_common(p)
     p.set_defaults(run=run_train)
 
