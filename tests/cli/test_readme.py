@@ -89,9 +89,25 @@ def test_every_readme_command_runs_as_printed(tmp_path):
         "figures skipped" in done.stdout
 
 
+QUICK_RUNS = {"runs/reverse": ["train", "--task", "reverse"],
+              "runs/lm": ["train-lm", "--text", "data/tinyshakespeare.txt"]}
+
+
+def quick_runs(code, folder):
+    """A block that loads runs/reverse or runs/lm (load_trained) finds a --quick run there."""
+    for run, argv in QUICK_RUNS.items():
+        if run in code:
+            (folder / "data").mkdir(exist_ok=True)
+            (folder / "data/tinyshakespeare.txt").write_text(DATA["data/tinyshakespeare.txt"])
+            subprocess.run([sys.executable, "-m", "numpy_transformer", *argv, "--quick",
+                            "--no-figures", "--out", run], cwd=folder, check=True,
+                           capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
 def test_every_readme_python_block_runs_and_prints_what_it_says(index, tmp_path):
     code = blocks("python")[index]
+    quick_runs(code, tmp_path)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
