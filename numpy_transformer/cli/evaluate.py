@@ -11,11 +11,12 @@ from ..validation import message
 from ..data import TASKS, UNK_ID, DataConfig, encode_pairs, get_task, load_text
 from ..data.corpus import fits, read_pairs
 from ..errors import InputError
-from ..training.metrics import decode_batches, evaluate_lm, evaluate_seq2seq, format_metrics
+from ..training.metrics import evaluate_lm, evaluate_seq2seq, format_metrics
 from .configs import data_config
 from .options import (MAX_EXAMPLES, add_common, examples_int, nonnegative_float,
                       nonnegative_int, positive_int)
 from .outputs import check_outputs, overwrite_option
+from .translate_input import add_input_options, run_translate
 
 
 def add_parsers(commands):
@@ -44,13 +45,15 @@ def add_parsers(commands):
     p.set_defaults(run=run_evaluate)
 
     p = commands.add_parser("translate", help="run a trained encoder-decoder on some text",
-                            description="Print the model's output for each TEXT.")
+                            description="Print the model's output for each TEXT, or for each "
+                            "line of --input FILE or of standard input.")
     p.add_argument("--checkpoint", required=True, help="a .npz written by train")
-    p.add_argument("texts", nargs="+", metavar="TEXT", help="input text(s)")
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="input text(s)")
     add_beam_options(p)
     p.add_argument("--max-len", type=positive_int,
                    help="longest output in tokens (default: input length + 10, or + 50 with "
                    "--beam as in the paper; at most the model's max_len)")
+    add_input_options(p)
     add_common(p)
     p.set_defaults(run=run_translate)
 
@@ -67,29 +70,6 @@ def add_beam_options(p):
 def _check_alpha(args):
     if args.alpha != 0.6 and args.beam == 1:
         print("note: --alpha only changes beam search (give --beam 2 or more)")
-
-
-def _encode_all(tok, texts, what, max_len):
-    seqs = [tok.encode(t) for t in texts]
-    for i, seq in enumerate(seqs):
-        if not seq:
-            raise InputError(message(f"{what} {i + 1}", "at least one token", repr(texts[i])))
-        if len(seq) > max_len:
-            raise InputError(message(f"{what} {i + 1}", f"at most {max_len} tokens (the "
-                                     f"model's max_len)", f"{len(seq)} tokens"))
-    return seqs
-
-
-def run_translate(args):
-    model, toks, _ = load_run(args.checkpoint, "seq2seq")
-    seqs = _encode_all(toks["src"], args.texts, "TEXT", model.config.max_len)
-    _warn_unknown([id_ for seq in seqs for id_ in seq], "TEXT", "words or characters")
-    _check_alpha(args)
-    outputs = decode_batches(model, seqs, max_len=args.max_len, beam_size=args.beam,
-                             length_penalty=args.alpha)
-    for out in outputs:
-        print(toks["tgt"].decode(out))
-    return 0
 
 
 def _warn_unknown(ids, where, what):

@@ -16,7 +16,7 @@ from ..checkpoint import load_run
 from ..data import DataConfig
 from ..data.corpus import text_data
 from ..data.loaders import load_text
-from ..decoding import generate_text
+from ..decoding import generate_text, generate_texts
 from ..training.metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
@@ -66,6 +66,9 @@ def add_parsers(commands):
     p.add_argument("--top-k", type=positive_int, help="draw only from the K likeliest")
     p.add_argument("--stop-at-eos", action="store_true",
                    help="end the text when the model draws <eos> (default: never draw it)")
+    p.add_argument("--num-samples", type=positive_int, default=1,
+                   help="independent continuations of the prompt, sampled as one batch and "
+                   "printed after '--- sample N ---' lines when more than one (default 1)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="sampling seed (default 0)")
     add_common(p)
     p.set_defaults(run=run_generate)
@@ -142,7 +145,9 @@ def warn_unknown_prompt(tok, prompt):
 def run_generate(args):
     model, toks, _ = load_run(args.checkpoint, kind="lm")
     warn_unknown_prompt(toks["text"], args.prompt)
-    print(generate_text(model, toks["text"], args.prompt, args.max_new_tokens,
-                        temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-                        stop_at_eos=args.stop_at_eos))
+    texts = generate_texts(model, toks["text"], args.prompt, args.max_new_tokens,
+                           args.num_samples, temperature=args.temperature, top_k=args.top_k,
+                           seed=args.seed, stop_at_eos=args.stop_at_eos)
+    for i, text in enumerate(texts):
+        print(f"--- sample {i + 1} ---\n{text}" if len(texts) > 1 else text)
     return 0

@@ -2,6 +2,7 @@
 
     sample(model, prompt, 50)                      ids in, ids out (the prompt included)
     generate_text(model, tok, "ROMEO:", 300)       text in, longer text out
+    generate_texts(model, tok, "ROMEO:", 300, 4)   4 continuations, sampled as one batch
 
 Sampling never draws PAD, nor the ids given in `exclude`; `generate_text` never
 draws the special tokens, nor <eos> unless asked to stop there.
@@ -114,23 +115,35 @@ def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, 
     max_len tokens, so a long generation slides the window: it keeps the last
     max_len // 2 tokens as the context of the next chunk.
     """
+    return generate_texts(model, tokenizer, prompt, max_new_tokens, 1, temperature=temperature,
+                          top_k=top_k, seed=seed, stop_at_eos=stop_at_eos)[0]
+
+
+def generate_texts(model, tokenizer, prompt, max_new_tokens, num_samples, *, temperature=1.0,
+                   top_k=None, seed=0, stop_at_eos=False):
+    """num_samples independent continuations of one prompt, sampled together as the rows
+    of one batch (B = num_samples); a list of texts, as generate_text's. The draws of all
+    rows come from one generator seeded with `seed` (one number per row and step), so
+    num_samples=1 gives generate_text's text."""
     from ..data.tokenizers import BOS_ID, EOS_ID, UNK_ID
     ids = tokenizer.encode(prompt)
     if not ids:
         raise InputError(message("prompt", "at least one character", repr(prompt)))
     check_positive_int(max_new_tokens, "max_new_tokens")
-    rng, max_len, out = np.random.default_rng(seed), model.config.max_len, list(ids)
+    check_positive_int(num_samples, "num_samples")
+    rng, max_len = np.random.default_rng(seed), model.config.max_len
+    rows, ends = [list(ids) for _ in range(num_samples)], [None] * num_samples
     exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)
     remaining = max_new_tokens
-    while remaining > 0:
-        context = out[-(max_len // 2 or 1):] if len(out) > max_len // 2 else out
-        n = min(remaining, max_len - len(context) + 1)
-        seq = sample(model, xp.asarray([context], dtype=xp.int64), n, temperature=temperature,
-                     top_k=top_k, rng=rng, exclude=exclude)                # (1, T0 + n)
-        new = [int(t) for t in to_numpy(seq[0, len(context):])]
-        if stop_at_eos and EOS_ID in new:
-            out += new[:new.index(EOS_ID)]
-            break
-        out += new
+    while remaining > 0 and None in ends:
+        keep = max_len // 2 or 1                  # rows share their length: one window
+        context = [row[-keep:] if len(row) > keep else row for row in rows]
+        n = min(remaining, max_len - len(context[0]) + 1)
+        seq = sample(model, xp.asarray(context, dtype=xp.int64), n, temperature=temperature,
+                     top_k=top_k, rng=rng, exclude=exclude)                # (B, T0 + n)
+        for b, tokens in enumerate(to_numpy(seq[:, len(context[0]):]).tolist()):
+            if stop_at_eos and ends[b] is None and EOS_ID in tokens:
+                ends[b] = len(rows[b]) + tokens.index(EOS_ID)      # the text ends there
+            rows[b] += tokens
         remaining -= n
-    return tokenizer.decode(out)
+    return [tokenizer.decode(row[:end]) for row, end in zip(rows, ends)]
