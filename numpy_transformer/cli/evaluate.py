@@ -1,6 +1,7 @@
 """`evaluate` and `translate`: using a checkpoint written by `train` (or `train-lm`).
 
-    python -m numpy_transformer evaluate --checkpoint runs/reverse/best.npz
+    python -m numpy_transformer evaluate --checkpoint runs/reverse/best.npz   # the run's split
+    python -m numpy_transformer evaluate --checkpoint runs/reverse/best.npz --fresh 1000
     python -m numpy_transformer translate --checkpoint runs/reverse/best.npz "hello" "world"
 """
 
@@ -13,6 +14,7 @@ from ..data.corpus import fits, read_pairs
 from ..errors import InputError
 from ..training.metrics import evaluate_lm, evaluate_seq2seq, format_metrics
 from .configs import data_config
+from .held_out import run_seq2seq_split, run_text_split
 from .options import (MAX_EXAMPLES, add_common, examples_int, nonnegative_float,
                       nonnegative_int, positive_int)
 from .outputs import check_outputs, overwrite_option
@@ -22,18 +24,23 @@ from .translate_input import add_input_options, run_translate
 def add_parsers(commands):
     p = commands.add_parser("evaluate", help="score a checkpoint on held-out data",
                             description="Exact match and token accuracy (tasks), BLEU "
-                            "(corpora) or loss and perplexity (language models).")
+                            "(corpora) or loss and perplexity (language models). Without data "
+                            "options: the run's own held-out split, as training scored it (a "
+                            "task's held-out examples, a corpus's test files or held-out pairs, "
+                            "a text's last 10%%).")
     p.add_argument("--checkpoint", required=True, help="a .npz written by train or train-lm")
-    p.add_argument("--task", choices=tuple(TASKS), help="task to test on (default: the trained one)")
+    p.add_argument("--task", choices=tuple(TASKS),
+                   help="task to test on, --fresh examples of it (default: the trained one)")
     p.add_argument("--src", help="source sentences, one per line")
     p.add_argument("--tgt", help="reference translations, line-aligned with --src")
     p.add_argument("--tsv", help="'source<TAB>reference' lines")
     p.add_argument("--text", help="a text file (language models: the whole file is scored)")
-    p.add_argument("--examples", type=examples_int, default=1000,
-                   help=f"held-out task examples to generate (default 1000, at most "
-                   f"{MAX_EXAMPLES:,})")
+    p.add_argument("--fresh", "--examples", type=examples_int, metavar="N",
+                   help=f"held-out task examples generated anew, at most {MAX_EXAMPLES:,} "
+                   f"(the task's test split, seeded by --seed), instead of the run's own "
+                   f"(1000 with --task)")
     add_beam_options(p)
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the examples")
+    p.add_argument("--seed", type=nonnegative_int, help="seed of the --fresh examples (default 0)")
     p.add_argument("--bleu-tokenize", choices=("13a", "none"),
                    help="how BLEU splits output and references: 13a (sacreBLEU's default) or "
                    "none (at whitespace, for tokenised references); default: the run's setting, "
@@ -89,21 +96,29 @@ def _evaluation_pairs(args, meta, toks):
         _warn_unknown([i for s, _ in encoded for i in s], where + " (sources)", "words")
         _warn_unknown([i for _, t in encoded for i in t], where + " (references)", "words")
         return encoded, [t for _, t in pairs], None, f"{len(pairs)} sentence pairs of {where}"
+    if not args.task and args.fresh is None:
+        if args.seed is not None:
+            raise InputError(message("--seed", "--fresh N or --task (the seed of fresh "
+                                     "examples)", "neither (the run's split has its own seed)"))
+        return run_seq2seq_split(meta, args.checkpoint, toks)
     data = data_config(meta, args.checkpoint)
     name = args.task or (data.task if data else None)
     if name is None:
-        raise InputError("this checkpoint was trained on a corpus: give --src/--tgt or --tsv")
+        raise InputError("this checkpoint was trained on a corpus: --fresh is for tasks; give "
+                         "--src/--tgt or --tsv (or nothing: the run's own split)")
     task = get_task(name)
-    pairs = task.sample(np.random.default_rng([args.seed, 2]), args.examples, split="test")
+    count, seed = args.fresh or 1000, args.seed or 0
+    pairs = task.sample(np.random.default_rng([seed, 2]), count, split="test")
     encoded = encode_pairs(pairs, toks["src"], toks["tgt"])
     for side, k in (("sources", 0), ("references", 1)):
         _warn_unknown([i for pair in encoded for i in pair[k]], f"the {name} task ({side})",
                       "characters")
     return encoded, None, task.max_tgt_len + 2, \
-        f"{args.examples} held-out examples of the {name} task (test split, seed {args.seed})"
+        f"{count} held-out examples of the {name} task (test split, seed {seed})"
 
 
-SEQ2SEQ_OPTIONS = ("task", "src", "tgt", "tsv", "bleu_tokenize")    # None unless given
+# None unless given:
+SEQ2SEQ_OPTIONS = ("task", "src", "tgt", "tsv", "bleu_tokenize", "fresh", "seed")
 
 
 def _refuse_the_other_kinds_options(args, kind):
@@ -113,14 +128,14 @@ def _refuse_the_other_kinds_options(args, kind):
                                  "language-model checkpoints, written by train-lm)",
                                  f"{args.checkpoint}, an encoder-decoder checkpoint (score "
                                  "it with --task, --src/--tgt or --tsv)"))
-    given = [n for n in SEQ2SEQ_OPTIONS if getattr(args, n)] + ["beam"] * (args.beam > 1) \
-        + ["alpha"] * (args.alpha != 0.6)
+    given = [n for n in SEQ2SEQ_OPTIONS if getattr(args, n) is not None] \
+        + ["beam"] * (args.beam > 1) + ["alpha"] * (args.alpha != 0.6)
     if kind == "lm" and given:
         name = "--" + given[0].replace("_", "-")
         raise InputError(message(name, f"an encoder-decoder checkpoint ({name} is for "
                                  "encoder-decoder checkpoints, written by train)",
                                  f"{args.checkpoint}, a language-model checkpoint (score "
-                                 "it with --text FILE alone)"))
+                                 "it with --text FILE alone, or nothing: its held-out 10%)"))
 
 
 def run_evaluate(args):
@@ -130,14 +145,15 @@ def run_evaluate(args):
     model, toks, meta = load_run(args.checkpoint)
     _refuse_the_other_kinds_options(args, meta["kind"])
     if meta["kind"] == "lm":
-        if not args.text:
-            raise InputError("evaluating a language model needs --text FILE")
-        ids = toks["text"].encode(load_text(args.text, "--text"))
-        _warn_unknown(ids, args.text, "characters")
+        if args.text:
+            ids = toks["text"].encode(load_text(args.text, "--text"))
+            what = f"{args.text} (the whole file, {len(ids):,} characters)"
+        else:
+            ids, what = run_text_split(meta, args.checkpoint, toks["text"])
+        _warn_unknown(ids, args.text or "the run's held-out text", "characters")
         if len(ids) < 2:
             raise InputError(message("--text", "at least 2 characters", len(ids)))
         scores = evaluate_lm(model, ids, block_size=min(model.config.max_len, len(ids) - 1))
-        what = f"{args.text} (the whole file, {len(ids):,} characters)"
         print(f"{what}: loss {scores['loss']:.4f} nats per character, perplexity "
               f"{scores['perplexity']:.2f}")
         return _write_json(args, what, scores)

@@ -120,9 +120,10 @@ def check_shared(share_embeddings, src_tok, tgt_tok):
                                  f"({src_tok.vocab_size} and {tgt_tok.vocab_size} tokens)"))
 
 
-def corpus_data(c, tokenizers=None, share_embeddings=False):
-    """A parallel corpus: tokenizers fitted on the training side (or `tokenizers`, (src, tgt),
-    those of a resumed run), held-out splits."""
+def split_pairs(c):
+    """(training, validation, test) sentence pairs of the corpus c as read, untokenised:
+    validation is `val_src`/`val_tgt`, else the last min(len // 10, eval_examples) pairs
+    of the training corpus (taken out of training); test is None without test files."""
     if c.tsv and (c.src or c.tgt):
         raise InputError(message("tsv", "either `tsv` or `src`/`tgt`", "both"))
     train = read_pairs(c.src, c.tgt, c.tsv, "training data")
@@ -134,6 +135,13 @@ def corpus_data(c, tokenizers=None, share_embeddings=False):
             raise InputError(message("training data", "at least 10 sentence pairs (to hold "
                                      "some out), or `val_src`/`val_tgt`", len(train)))
         train, val = train[:-n_val], train[-n_val:]
+    return train, val, test
+
+
+def corpus_data(c, tokenizers=None, share_embeddings=False):
+    """A parallel corpus: tokenizers fitted on the training side (or `tokenizers`, (src, tgt),
+    those of a resumed run), held-out splits."""
+    train, val, test = split_pairs(c)
     src_tok, tgt_tok = tokenizers or make_tokenizers(c, train)
     check_shared(share_embeddings, src_tok, tgt_tok)
     dropped, splits, refs = {}, {}, {}
