@@ -101,7 +101,7 @@ def run_train_lm(args):
     if status is not None:
         return status
     final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])
-    print(f"\n{result.step} steps in {time.perf_counter() - start:.0f} s. Held-out loss "
+    print(f"\n{run.steps_line(result, time.perf_counter() - start)}. Held-out loss "
           f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "
           f"per character, perplexity {final['perplexity']:.2f}")
     sample = generate_text(model, tok, "\n", 200, temperature=0.8, seed=s["seed"])

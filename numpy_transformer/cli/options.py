@@ -173,6 +173,8 @@ def add_training_options(p, out_default, token_batches=False, keep_last=False):
                    help="replace a run already in OUT (by default that is refused; a folder "
                    "of other files is refused even so), and figures already in --figures")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--tensorboard", action="store_true", help="also write a TensorBoard event "
+                   "log in OUT/tensorboard/ (needs tensorboardX: the `tensorboard` extra)")
     g.add_argument("--quick", action="store_true",
                    help="a tiny run of a few seconds (smoke tests, CI)")
 

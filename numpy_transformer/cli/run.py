@@ -15,6 +15,7 @@ and draws, and the other ranks stop once training is done.
 import os
 import shlex
 import sys
+import time
 from functools import partial
 
 from ..checkpoint import KINDS, load_checkpoint, run_kind
@@ -25,6 +26,7 @@ from ..training import TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
+from ..training.tensorboard import TensorBoardLog, close_logs
 from .data_files import FILES, find_data, record_digests
 from .configs import config_from, saved_settings
 from .outputs import check_figures_folder, check_name
@@ -95,7 +97,7 @@ def _resumed_settings(args, kind, names, explicit):
         print(f"note: resuming with the checkpoint's settings; ignoring "
               f"{', '.join('--' + k.replace('_', '-') for k in ignored)}")
     kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
-    settings = {**saved, "out": os.path.dirname(os.path.abspath(args.resume)), **kept}
+    settings = {**saved, "out": os.path.dirname(args.resume) or ".", **kept}   # as typed
     step = int(ckpt.metadata.get("step", 0))
     if step >= settings["steps"]:
         raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
@@ -119,8 +121,13 @@ def check_memory(config, settings, sequence_length):
                "--max-len or --batch-size")
 
 
+STARTED = {}     # when the command started (join_ranks): its session's wall time counts
+
+
 def join_ranks():
-    """Under an MPI launcher, mute every rank but 0 (call it before printing anything)."""
+    """Under an MPI launcher, mute every rank but 0 (call it before printing anything);
+    start the session's clock."""
+    STARTED["at"] = time.perf_counter()
     comm = world()
     if comm is not None and comm.Get_rank() != 0:
         silence()
@@ -134,8 +141,12 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
     kind = Trainer if comm is None else partial(DataParallelTrainer, comm=comm)
     trainer = kind(model, stream, config, out=settings["out"], overwrite=args.overwrite,
                    **options)
+    trainer.command = provenance()["command"]       # and its wall time, from the start:
+    trainer.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
     if ckpt is not None:
         trainer.resume(ckpt)
+    if getattr(args, "tensorboard", False) and trainer.rank == 0:   # before the folder is
+        trainer.callbacks.append(TensorBoardLog(settings["out"], trainer.step))   # claimed
     if comm is None:
         trainer.claim_out()
         return trainer
@@ -160,6 +171,7 @@ def train(args, settings, model, stream, ckpt, what, **options):
     print(f"training {what} ({model.num_parameters():,} parameters) for {settings['steps']} "
           f"steps{resuming}; run folder {settings['out']}")
     result = trainer.fit()
+    close_logs(trainer)
     if result.interrupted:
         return trainer, result, interrupted_status(result)
     return trainer, result, (0 if quiet_rank(trainer) else None)
@@ -209,23 +221,47 @@ def draw_figures(args, settings, trainer, **drawing):
 def write_results(settings, trainer, seconds, **results):
     """results.json in the run folder: what the run reached, in how long, started how.
 
-    `seconds` is this command's wall time; a resumed run adds the training time of the
-    sessions before it (saved in its checkpoints), so wall_seconds is the whole run's.
+    `seconds` is this command's wall time. `sessions` lists every session of the run (a
+    resumed run's earlier ones are saved in its checkpoints): its command, steps from-to and
+    seconds (wall time from the command's start: an earlier one's up to its last checkpoint,
+    this one's up to now); wall_seconds sums them, seconds_per_step is this session's.
 
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/cli/test_readme_results.py ties the two together)."""
     import platform
     from ..system.files import write_json
-    seconds += trainer.seconds_before
+    sessions = run_sessions(trainer.sessions_before, trainer.session_start, trainer.step,
+                            seconds)
     record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
-              "wall_seconds": round(seconds, 1),
+              "wall_seconds": round(sum(s["seconds"] for s in sessions), 1),
               "earlier_sessions_seconds": round(trainer.seconds_before, 1),
-              "seconds_per_step": round(seconds / max(1, trainer.step), 4),
+              "seconds_per_step": round(seconds / max(1, trainer.step - trainer.session_start),
+                                        4),
+              "sessions": sessions,
               "peak_memory_mib": peak_memory_mib(),
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                           "mpi_ranks": launched_size(), "python": platform.python_version()},
               **results}
     return write_json(os.path.join(settings["out"], "results.json"), record)
+
+
+def run_sessions(before, start, step, seconds):
+    """The run's sessions, this one (from `start` to `step`, `seconds` of wall time) last."""
+    return before + [{"command": provenance()["command"], "from": start, "to": step,
+                      "seconds": round(seconds, 1)}]
+
+
+def steps_line(result, seconds):
+    """What this session did, and the whole run when it is resumed: '1000 steps in 40 s
+    (0.040 s/step; 4000 steps in 2 sessions, 160 s in all)'."""
+    sessions = result.sessions or [{"from": 0, "to": result.step}]
+    sessions = run_sessions(sessions[:-1], sessions[-1]["from"], result.step, seconds)
+    done = result.step - sessions[-1]["from"]
+    line = f"{done} steps in {seconds:.0f} s ({seconds / max(1, done):.3f} s/step"
+    if len(sessions) > 1:
+        total = sum(s["seconds"] for s in sessions)
+        line += f"; {result.step} steps in {len(sessions)} sessions, {total:.0f} s in all"
+    return line + ")"
 
 
 def provenance():

@@ -168,7 +168,7 @@ def _saved_tokenizers(ckpt):
 def report(result, data, seconds, model, s):
     """Print the held-out and test scores; returns them for results.json."""
     m = result.metrics
-    print(f"\n{result.step} steps in {seconds:.0f} s. Held-out ({len(data.val)} examples never "
+    print(f"\n{run.steps_line(result, seconds)}. Held-out ({len(data.val)} examples never "
           f"seen in training): exact match {100 * m['exact_match']:.1f}%, token accuracy "
           f"{100 * m['token_accuracy']:.1f}%" + (f", BLEU {m['bleu']:.2f}" if data.bleu else ""))
     show_examples(data, m["predictions"])

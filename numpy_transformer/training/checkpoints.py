@@ -29,7 +29,9 @@ from ..checkpoint import load_checkpoint, save_checkpoint
 from ..errors import InputError
 from ..validation import message
 from .run_folder import RunFolder, step_files
-from .state import History, diverged, generator_states, load_generator_states
+from ..optim import WarmupCosineSchedule
+from .state import (History, diverged, generator_states, load_generator_states, saved_sessions,
+                    sessions_of)
 
 
 class Checkpointer:
@@ -136,6 +138,8 @@ def run_state(trainer):
             "dropout_states": generator_states(trainer.model),
             "best": {"metric": trainer.best_metric, "value": trainer.best},
             "training_seconds": round(trainer.training_seconds, 3),
+            "sessions": sessions_of(trainer),
+            "schedule_steps": getattr(trainer.scheduler.schedule, "total_steps", None),
             "tokenizers": {k: t.to_dict() for k, t in trainer.tokenizers.items()}}
 
 
@@ -160,15 +164,48 @@ def restore(trainer, checkpoint):
         trainer.stream.load_state_dict(meta["data_state"])
     with _restoring(path, "metadata.dropout_states"):
         load_generator_states(trainer.model, meta.get("dropout_states", []))
+    note = continue_schedule(trainer, meta)
     trainer.scheduler.step()                        # the lr of the next update
+    if note:
+        trainer.write(note)
     trainer.best = meta.get("best", {}).get("value")
     trainer.seconds_before = float(meta.get("training_seconds", 0.0))
+    trainer.sessions_before, trainer.session_start = saved_sessions(meta), trainer.step
     trainer.run_id = meta.get("run_id") or trainer.run_id     # one run, across its sessions
     if path is not None:
         history = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
         if os.path.isfile(history):                 # the curves up to the checkpoint
             trainer.history = History.load(history).truncate(trainer.step)
     return path
+
+
+def continue_schedule(trainer, meta):
+    """Keep the lr schedule of a run resumed with another `steps` from jumping up; a line
+    saying what happens to it (None when `steps` is the checkpoint's).
+
+    The warm-up + cosine schedule depends on the total: a longer one would put step t back
+    near the peak. So the cosine keeps the horizon it had (`schedule_steps`, saved in every
+    checkpoint): it ends there at its floor min_lr, and the steps added after it train at
+    that floor. A shorter run brings the horizon in (the lr can only go down). Noam's
+    schedule does not depend on the total: it continues unchanged."""
+    steps, saved = trainer.config.steps, meta.get("train_config", {}).get("steps")
+    schedule = trainer.scheduler.schedule
+    horizon = meta.get("schedule_steps") or saved
+    if not isinstance(horizon, int) or not isinstance(schedule, WarmupCosineSchedule):
+        return None if steps == saved else (
+            f"schedule: {trainer.config.schedule} does not depend on the number of steps; it "
+            f"continues unchanged to step {steps}")
+    if steps > horizon:
+        trainer.scheduler.schedule = WarmupCosineSchedule(
+            schedule.peak_lr, horizon, schedule.warmup_steps, schedule.min_lr)
+    if steps == saved:
+        return None
+    if steps <= horizon:
+        return (f"schedule: the cosine decay now ends at step {steps} (was {horizon}), at its "
+                f"floor lr {schedule.min_lr:.3g}")
+    return (f"schedule: the cosine decay keeps its horizon of {horizon} steps (a longer one "
+            f"would raise the lr again); steps {horizon + 1}-{steps} train at its floor lr "
+            f"{schedule.min_lr:.3g}")
 
 
 @contextlib.contextmanager

@@ -42,7 +42,7 @@ from .metrics import format_metrics
 from .progress import Progress
 from .signals import stop_message, stop_requests
 from .state import (History, InterruptedUpdate, Stopwatch, TrainResult, diverged,
-                    generator_states, improves, load_generator_states)
+                    generator_states, improves, load_generator_states, sessions_of)
 
 
 class Trainer:
@@ -92,6 +92,7 @@ class Trainer:
         self.stop_requested = self.stop_reason = None   # asked for here; agreed: the run
                                                         # ends after this step
         self.seconds_before = 0.0            # time in fit() of the sessions this one resumed
+        self.sessions_before, self.session_start, self.command = [], 0, None  # state.py
         self.clock = Stopwatch()             # and of this one
         self.gradient_sync.spread_dropout(model)
 
@@ -179,7 +180,7 @@ class Trainer:
             self.checkpointer.release()
         last = self.checkpointer.last
         return TrainResult(self.step, interrupted, self.last_eval, self.best, self.history,
-                           last[0] if last else None, self.stop_reason)
+                           last[0] if last else None, self.stop_reason, sessions_of(self))
 
     def _loop(self):
         """Steps until done (False) or asked to stop (True), leaving a consistent state."""
@@ -227,7 +228,8 @@ class Trainer:
             problem = non_finite(row)
             if problem:
                 raise diverged(row["step"], problem, self.checkpointer.kept())
-            self.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"])
+            self.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"],
+                                  row.get("norm"))
             self.progress.record(row["loss"], row["tokens_per_s"], self.config.log_every)
         if self.progress.recent:
             line = self.progress.show(self.step, self.config.steps,

@@ -9,6 +9,8 @@
   an uninterrupted one.
 - `progress_bar`: a tqdm bar (tqdm.auto: a text bar in a terminal, a widget in
   Jupyter; off when output is not a terminal), or None without tqdm.
+- `sessions_of` / `saved_sessions`: the sessions of a run (a command each, resumed from
+  the one before): [{command, from, to, seconds}], kept in every checkpoint;
 - `Stopwatch`: the seconds spent in fit(); `diverged`: the error of a run whose loss,
   gradient norm or weights stopped being finite; `InterruptedUpdate`: a Ctrl-C that
   came inside the optimizer's update.
@@ -27,14 +29,16 @@ from ..validation import message
 
 
 class History:
-    """Training curves: `train` [{step, loss, lr, tokens_per_s}], `eval` [{step, metric...}]."""
+    """Training curves: `train` [{step, loss, lr, tokens_per_s, grad_norm}] (grad_norm when
+    the gradients are clipped), `eval` [{step, metric...}]."""
 
     def __init__(self, train=None, eval=None):
         self.train = list(train or [])
         self.eval = list(eval or [])
 
-    def log_step(self, step, loss, lr, tokens_per_s):
-        self.train.append({"step": step, "loss": loss, "lr": lr, "tokens_per_s": tokens_per_s})
+    def log_step(self, step, loss, lr, tokens_per_s, grad_norm=None):
+        row = {"step": step, "loss": loss, "lr": lr, "tokens_per_s": tokens_per_s}
+        self.train.append(row if grad_norm is None else {**row, "grad_norm": grad_norm})
 
     def log_eval(self, step, metrics):
         self.eval.append({"step": step, **metrics})
@@ -93,6 +97,29 @@ class TrainResult:
     history: History          # the training curves
     checkpoint: str           # path of the last checkpoint written (None if no `out`)
     stop_reason: str = None   # why it stopped early: "SIGINT", "SIGTERM", "closed output", ...
+    sessions: list = None     # the run's sessions, this one last (sessions_of)
+
+
+def sessions_of(trainer):
+    """The run's sessions, this one last: [{"command": as typed (None: not from the command
+    line), "from": step, "to": step, "seconds": trainer.clock's (the time in fit(), and
+    from the command line the wall time since the command started)}]."""
+    now = {"command": trainer.command, "from": trainer.session_start, "to": trainer.step,
+           "seconds": round(trainer.clock.seconds, 3)}
+    return trainer.sessions_before + [now]
+
+
+def saved_sessions(meta):
+    """The sessions a checkpoint's metadata records; for a checkpoint written before they
+    were recorded, one session of unknown command that took its `training_seconds`."""
+    sessions = meta.get("sessions")
+    if isinstance(sessions, list) and all(
+            isinstance(s, dict) and all(_number(s.get(k)) for k in ("from", "to", "seconds"))
+            and (s.get("command") is None or isinstance(s["command"], str)) for s in sessions):
+        return [dict(s) for s in sessions]
+    step = int(meta.get("step", 0))
+    return [{"command": None, "from": 0, "to": step,
+             "seconds": float(meta.get("training_seconds", 0.0))}] if step else []
 
 
 def _finite(tree):

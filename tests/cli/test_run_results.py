@@ -70,7 +70,9 @@ def test_a_resumed_run_counts_the_time_of_the_sessions_before_it(tmp_path):
     resumed = json.loads((tmp_path / "r" / "results.json").read_text())
     assert resumed["earlier_sessions_seconds"] == round(before, 1)
     assert resumed["wall_seconds"] > before and resumed["steps"] == 6
-    assert abs(resumed["seconds_per_step"] - resumed["wall_seconds"] / 6) < 0.01
+    this = resumed["sessions"][-1]                  # seconds_per_step: this session's
+    assert (this["from"], this["to"]) == (4, 6)
+    assert abs(resumed["seconds_per_step"] - this["seconds"] / 2) < 0.06
     assert load_checkpoint(str(tmp_path / "r" / "last.npz")).metadata["training_seconds"] > before
 
 

@@ -191,7 +191,8 @@ def test_history_json_holds_steps_lr_speed_and_evaluations(tmp_path):
     trainer.fit()
     data = json.loads((tmp_path / "history.json").read_text())
     assert [r["step"] for r in data["train"]] == list(range(1, 9))
-    assert set(data["train"][0]) == {"step", "loss", "lr", "tokens_per_s"}
+    assert set(data["train"][0]) == {"step", "loss", "lr", "tokens_per_s", "grad_norm"}
+    assert data["train"][0]["grad_norm"] > 0                   # before clipping
     assert data["train"][0]["lr"] < data["train"][1]["lr"]          # warm-up
     assert [r["step"] for r in data["eval"]] == [4, 8]
     assert {"loss", "exact_match", "token_accuracy"} <= set(data["eval"][0])

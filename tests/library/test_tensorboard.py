@@ -1,0 +1,90 @@
+"""The optional TensorBoard event log (training/tensorboard.py, `train --tensorboard`): its
+event files hold the training and held-out scalars at their steps, a resumed run appends,
+and without tensorboardX the error names the extra to install."""
+
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+from doors import NT, error, nt, ok
+from test_training import tiny_trainer
+
+from numpy_transformer.errors import InputError
+from numpy_transformer.training.tensorboard import TensorBoardLog, close_logs
+
+
+def events(folder):
+    """{tag: [(step, value)]} of every event file in `folder`, read as TensorBoard does:
+    TFRecords (length, its CRC, an Event protocol buffer, its CRC)."""
+    from tensorboardX.proto import event_pb2
+    scalars = {}
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        data, i = path.read_bytes(), 0
+        while i < len(data):
+            n, = struct.unpack("<Q", data[i:i + 8])
+            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+            i += 12 + n + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_the_log_holds_loss_lr_grad_norm_and_held_out_metrics(tmp_path):
+    pytest.importorskip("tensorboardX")
+    log = TensorBoardLog(str(tmp_path))
+    trainer = tiny_trainer(out=str(tmp_path), steps=8, callbacks=[log])
+    trainer.fit()
+    close_logs(trainer)
+    scalars = events(tmp_path / "tensorboard")
+    assert [step for step, _ in scalars["train/loss"]] == list(range(1, 9))
+    assert {"train/lr", "train/grad_norm", "train/tokens_per_s"} <= scalars.keys()
+    assert [step for step, _ in scalars["held_out/exact_match"]] == [4, 8]
+    first = trainer.history.train[0]
+    assert scalars["train/loss"][0][1] == pytest.approx(first["loss"], rel=1e-6)
+    assert scalars["train/lr"][-1][1] == pytest.approx(trainer.history.train[-1]["lr"])
+
+
+def test_a_resumed_run_appends_after_its_step(tmp_path):
+    pytest.importorskip("tensorboardX")
+    first = tiny_trainer(out=str(tmp_path), steps=8, callbacks=[TensorBoardLog(str(tmp_path))])
+    first.fit()
+    close_logs(first)
+    again = tiny_trainer(out=str(tmp_path), steps=12)
+    again.resume(str(tmp_path / "last.npz"))
+    again.callbacks.append(TensorBoardLog(str(tmp_path), start_step=again.step))
+    again.fit()
+    close_logs(again)
+    assert len(list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))) == 2
+    steps = [step for step, _ in events(tmp_path / "tensorboard")["train/loss"]]
+    assert steps == list(range(1, 13))                  # each step once, in order
+
+
+def test_without_tensorboardx_the_error_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)       # import fails
+    with pytest.raises(InputError, match=r"numpy_transformer\[tensorboard\]"):
+        TensorBoardLog(str(tmp_path))
+
+
+def test_train_tensorboard_writes_the_run_folders_log(tmp_path):
+    pytest.importorskip("tensorboardX")
+    quick = ["--quick", "--no-figures", "--no-progress", "--steps", "6", "--warmup", "1"]
+    ok(nt("train", "--task", "copy", *quick, "--out", "r", "--tensorboard", cwd=tmp_path))
+    scalars = events(tmp_path / "r" / "tensorboard")
+    assert len(scalars["train/loss"]) == 6 and "held_out/exact_match" in scalars
+
+
+def test_train_lm_tensorboard_without_the_package_is_one_error_line(tmp_path):
+    (tmp_path / "t.txt").write_text("to be or not to be\n" * 40)
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "tensorboardX.py").write_text("raise ImportError('no tensorboardX here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(block), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([*NT, "train-lm", "--text", "t.txt", "--quick", "--no-figures",
+                           "--no-progress", "--tensorboard"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    error(done, 2, "tensorboardX", "numpy_transformer[tensorboard]")
+    assert not (tmp_path / "runs" / "lm" / "last.npz").exists()
