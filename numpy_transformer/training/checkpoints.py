@@ -164,7 +164,8 @@ def restore(trainer, checkpoint):
         trainer.stream.load_state_dict(meta["data_state"])
     with _restoring(path, "metadata.dropout_states"):
         load_generator_states(trainer.model, meta.get("dropout_states", []))
-    note = continue_schedule(trainer, meta)
+    with _restoring(path, "metadata.schedule_steps"):
+        note = continue_schedule(trainer, meta)
     trainer.scheduler.step()                        # the lr of the next update
     if note:
         trainer.write(note)
@@ -191,7 +192,8 @@ def continue_schedule(trainer, meta):
     steps, saved = trainer.config.steps, meta.get("train_config", {}).get("steps")
     schedule = trainer.scheduler.schedule
     horizon = meta.get("schedule_steps") or saved
-    if not isinstance(horizon, int) or not isinstance(schedule, WarmupCosineSchedule):
+    if not isinstance(schedule, WarmupCosineSchedule) or isinstance(horizon, bool) \
+            or not isinstance(horizon, int):
         return None if steps == saved else (
             f"schedule: {trainer.config.schedule} does not depend on the number of steps; it "
             f"continues unchanged to step {steps}")

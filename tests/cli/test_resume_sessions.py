@@ -100,3 +100,14 @@ def test_noam_does_not_depend_on_the_total():
     note = continue_schedule(trainer, {"train_config": {"steps": 30}, "schedule_steps": None})
     assert "noam does not depend on the number of steps" in note
     assert trainer.scheduler.schedule(31) == before(31)
+
+
+def test_a_crafted_schedule_horizon_is_refused_naming_the_field(tmp_path):
+    from numpy_transformer.checkpoint import load_checkpoint
+    from numpy_transformer.errors import InputError
+    from test_training import tiny_trainer
+    tiny_trainer(out=str(tmp_path), steps=6).fit()
+    ckpt = load_checkpoint(str(tmp_path / "last.npz"))
+    ckpt.metadata["schedule_steps"] = 1                   # not more than the warm-up
+    with pytest.raises(InputError, match="metadata.schedule_steps"):
+        tiny_trainer(out=str(tmp_path / "again"), steps=12).resume(ckpt)
