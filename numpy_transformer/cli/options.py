@@ -21,6 +21,8 @@ import argparse
 import difflib
 import re
 
+from .config_file import ConfigFile
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: 'prog: error: ...' (the usage is under --help), and
     a suggestion for a mistyped option: 'unrecognized arguments: --stpes 5 (did you mean
@@ -167,6 +169,10 @@ def add_training_options(p, out_default, token_batches=False, keep_last=False):
                    "the checkpoint's folder)")
     g.add_argument("--figures", help="folder for the PNG figures (default OUT/figures)")
     g.add_argument("--no-figures", action="store_true", help="do not draw figures")
+    g.add_argument("--config", metavar="FILE", action=ConfigFile, help="settings from FILE: "
+                   "TOML, one key per option spelled as the option with dashes (d-model = 256),"
+                   " or JSON (a run's config.json); options given here override it; relative "
+                   "paths are from the current folder (docs/commands.md)")
     g.add_argument("--resume", metavar="CKPT", help="continue the run saved in CKPT "
                    "(its settings are reused; --steps may extend it)")
     g.add_argument("--overwrite", action="store_true",

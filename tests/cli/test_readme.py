@@ -14,6 +14,7 @@ smoke mode; tests/cli/test_data_command.py runs `data` against a local server).
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,7 @@ def test_every_readme_command_runs_as_printed(tmp_path):
     for name, text in DATA.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")     # a clone's configs/
     listed = commands()
     assert any("train --task reverse" in c for c in listed) and len(listed) >= 10
     for command in listed:

@@ -30,6 +30,7 @@ import pytest
 from doors import shortened
 
 from numpy_transformer.backend import get_backend
+from numpy_transformer.cli.config_file import read_config
 
 pytestmark = pytest.mark.skipif(
     get_backend() != "numpy", reason="data-parallel training runs on the NumPy backend only: "
@@ -334,23 +335,25 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
 @needs_mpi
 def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path):
     """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions, on
-    docs/multi30k_recipe.md), shortened, on a small stand-in corpus; then the `average` of
-    the checkpoints kept."""
+    docs/multi30k_recipe.md, their options in configs/), shortened, on a small stand-in
+    corpus; then the `average` of the checkpoints kept."""
     recipe = README.parent / "docs" / "multi30k_recipe.md"
     lines = [line for line in recipe.read_text().splitlines()
-             if line.startswith("mpiexec -n 2 python -m numpy_transformer train --src")]
-    assert len(lines) == 2 and all("--bpe" in line for line in lines)
+             if line.startswith("mpiexec -n 2 python -m numpy_transformer train --config")]
+    shutil.copytree(README.parent / "configs", tmp_path / "configs")   # as in a clone
+    given = [read_config(tmp_path / shlex.split(line)[-1]) for line in lines]
+    assert len(lines) == 2 and all(options["bpe"] for options in given)
     words = [("ein", "a"), ("mann", "man"), ("hund", "dog"), ("rot", "red"), ("klein", "small")]
-    for line in lines:
+    for line, options in zip(lines, given):
         argv = shlex.split(line)[3:]
-        for path in (argv[i + 1] for i, a in enumerate(argv) if a.endswith(("src", "tgt"))):
+        for path in (v for k, v in options.items() if k.endswith(("src", "tgt"))):
             side = 0 if path.endswith(".de") else 1
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).write_text("".join(f"{a[side]} {b[side]}\n"
                                                  for a in words for b in words))
         ok(run(sys.executable, *shortened(argv)[1:], "--no-figures", "--checkpoint-every", "3",
                ranks=2, cwd=tmp_path))
-        folder = argv[argv.index("--out") + 1]
+        folder = options["out"]
         assert sorted(p.name for p in (tmp_path / folder).glob("step-*.npz")) == \
             ["step-3.npz", "step-6.npz"]
         ok(run(sys.executable, "-m", "numpy_transformer", "average", f"{folder}/step-*.npz",

@@ -1,0 +1,129 @@
+"""`train --config FILE` and `train-lm --config FILE` (cli/config_file.py): the files of
+configs/ reproduce the long commands they replace exactly, the command line overrides a
+file, a run's config.json starts the run again, and a wrong file is one clear error."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from numpy_transformer.cli import build_parser
+from numpy_transformer.cli import lm, run, train
+from numpy_transformer.cli.config_file import file_options, toml_reader
+from numpy_transformer.data import TASKS
+from numpy_transformer.tools.recipes import dataset_commands, multi30k_runs
+from doors import error, nt, ok
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
+
+
+class DataFolder(dict):
+    def __missing__(self, name):             # every data file under data/, as the docs say
+        return f"data/{name}"
+
+
+def long_commands():
+    """{config file: the long command it replaces}, the commands `data` prints and the
+    docs showed (tools/recipes.py), with the data under data/."""
+    runs = multi30k_runs(DataFolder())
+    lms = dataset_commands("shakespeare", DataFolder())
+    return {"multi30k.toml": runs["m30k"][0], "multi30k_en_de.toml": runs["m30k_en_de"][0],
+            "multi30k_words.toml": runs["translation"][0], "shakespeare.toml": lms[0],
+            "shakespeare_big.toml": lms[1]}
+
+
+def parse(command):
+    """The parsed options of a `python -m numpy_transformer ...` line (after any mpiexec)."""
+    argv = shlex.split(command)
+    argv = argv[argv.index("numpy_transformer") + 1:]
+    return build_parser(argv[0]).parse_args(argv)
+
+
+def options(args):
+    return {k: v for k, v in vars(args).items() if k not in ("config", "run", "command_parser")}
+
+
+@pytest.mark.parametrize("name, command", long_commands().items())
+def test_each_config_file_parses_to_the_long_command(name, command, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    verb = command.split("numpy_transformer ")[1].split()[0]
+    given = parse(f"python -m numpy_transformer {verb} --config configs/{name}")
+    assert given.config == f"configs/{name}"
+    assert options(given) == options(parse(command))   # the same options: the same run
+
+
+def test_the_main_jobs_file_resolves_to_the_settings_of_train_task_reverse(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    presets = [train.SEQ2SEQ, TASKS["reverse"].defaults]
+    resolved = [run.resolve_settings(parse(f"python -m numpy_transformer train {rest}"),
+                                     "seq2seq", train.SETTINGS, presets, train.QUICK)[0]
+                for rest in ("--task reverse", "--config configs/reverse.toml")]
+    assert resolved[0] == resolved[1]
+
+
+@pytest.mark.parametrize("verb, names", [("train", train.SETTINGS), ("train-lm", lm.LM_SETTINGS)])
+def test_a_file_sets_exactly_the_settings_of_a_run(verb, names):
+    parser = build_parser(verb)._subparsers._group_actions[0].choices[verb]
+    keys = file_options(parser)
+    assert {a.dest for a in keys.values()} >= set(names) | {"no_figures"}
+    assert all(parser.get_default(a.dest) in (None, False) for a in keys.values())
+
+
+def test_the_command_line_overrides_the_file_before_or_after_config(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    for argv in ("--steps 7 --config configs/multi30k.toml --no-share-embeddings",
+                 "--config configs/multi30k.toml --steps 7 --no-share-embeddings"):
+        args = parse(f"python -m numpy_transformer train {argv}")
+        assert (args.steps, args.share_embeddings, args.d_model) == (7, False, 256)
+
+
+def write(tmp_path, text, name="run.toml"):
+    (tmp_path / name).write_text(text)
+    return name
+
+
+@pytest.mark.parametrize("text, words", [
+    ("d_model = 64\n", ["run.toml", "d_model", "write it d-model"]),
+    ("d-modle = 64\n", ["run.toml", "unknown key 'd-modle'", "did you mean d-model?"]),
+    ("d-model = 'big'\n", ["run.toml", "d-model = 'big'", "expected a number"]),
+    ("d-model = -3\n", ["run.toml", "d-model = -3", "expected a positive integer"]),
+    ("schedule = 'linear'\n", ["run.toml", "schedule", "one of 'cosine', 'noam'"]),
+    ("joint-vocab = 'yes'\n", ["run.toml", "joint-vocab", "expected true or false"]),
+    ("src = 3\n", ["run.toml", "src = 3", "expected a string"]),
+    ("resume = 'x.npz'\n", ["run.toml", "not a setting of the run", "--resume"]),
+    ("[model]\nd-model = 64\n[more]\nd-model = 32\n", ["run.toml", "d-model is given twice"]),
+    ("d-model = \n", ["run.toml"]),
+])
+def test_a_wrong_file_is_one_error_naming_the_file_the_key_and_what_is_expected(
+        tmp_path, text, words):
+    name = write(tmp_path, text)
+    error(nt("train", "--config", name, cwd=tmp_path), 2, "--config", *words)
+
+
+def test_a_missing_file_and_another_commands_config_json_are_refused(tmp_path):
+    error(nt("train", "--config", "none.toml", cwd=tmp_path), 2, "none.toml", "cannot read")
+    name = write(tmp_path, json.dumps({"model_class": "GPT", "kind": "lm", "train": {}}),
+                 "config.json")
+    error(nt("train", "--config", name, cwd=tmp_path), 2, "config.json", "`train-lm` run")
+
+
+def test_without_tomllib_or_tomli_the_error_names_the_fix(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "tomllib", None)
+    monkeypatch.setitem(__import__("sys").modules, "tomli", None)
+    with pytest.raises(ValueError, match="pip install tomli"):
+        toml_reader()
+
+
+def test_a_runs_config_json_given_back_trains_the_same_run(tmp_path):
+    ok(nt("train", "--task", "copy", "--quick", "--steps", "4", "--no-figures", "--no-norm-first",
+          "--out", "a", cwd=tmp_path))
+    again = parse(f"python -m numpy_transformer train --config {tmp_path}/a/config.json --out b")
+    saved = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert (again.task, again.steps, again.d_model, again.norm_first, again.out) == \
+        ("copy", 4, 32, False, "b")
+    assert again.warmup == saved["train"]["warmup"] and again.no_figures
+    out = ok(nt("train", "--config", "a/config.json", "--out", "b", cwd=tmp_path))
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["model"] == saved["model"]
+    assert "training" in out
