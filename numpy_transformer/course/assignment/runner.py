@@ -160,10 +160,14 @@ class Harness:
 
 def scratch_copy(root, into):
     """A copy of the student's package and of the files beside it (no links, no caches,
-    no other folders) for one worker: what the worker writes there is thrown away."""
+    no other folders, no FIFO or device: only regular files and folders) for one worker:
+    what the worker writes there is thrown away. A module that is not a regular file is
+    left out, so its import fails and costs the parts that need it."""
     def skipped(folder, names):
         return [n for n in names if n == "__pycache__" or n.endswith(".pyc")
-                or os.path.islink(os.path.join(folder, n))]
+                or os.path.islink(os.path.join(folder, n))
+                or not (os.path.isfile(os.path.join(folder, n))
+                        or os.path.isdir(os.path.join(folder, n)))]
     into.mkdir()
     for entry in Path(root).iterdir():
         if entry.is_symlink():
