@@ -1,7 +1,9 @@
 """What `train` and `train-lm` share: settings, resuming, the Trainer, figures, the ending.
 
 Settings come from, in increasing priority: the command's presets (defaults,
-then the task's or the corpus's), `--quick`, then the options given. The
+then the task's or the corpus's), `--quick`, then the options given (a
+`--config FILE` gives options too, under those typed: config_file.py sets the
+file's values on the parsed options where none was typed). The
 resolved settings (named as the configurations' fields) become the typed
 configurations once (configs.py), which the checkpoints save. A `--resume CKPT`
 reuses the configurations saved in the checkpoint (only RESUMABLE settings may
