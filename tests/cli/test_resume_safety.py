@@ -67,7 +67,7 @@ def test_resume_from_an_earlier_checkpoint_never_replaces_later_ones(kept_run):
     work, before = kept_run, contents(kept_run / "r")
     first = error(nt("train", "--resume", "r/step-20.npz", "--steps", "60", *QUICK, cwd=work),
                   2, "--out", "later than step 20", "last.npz (step 40)", "step-30.npz")
-    assert f"--resume {work / 'r' / 'last.npz'}" in first
+    assert first.endswith("--resume r/last.npz")          # the folder as typed
     assert contents(work / "r") == before
     out = ok(nt("train", "--resume", "r/step-20.npz", "--steps", "50", *QUICK, "--out",
                 "branch", cwd=work))
