@@ -236,6 +236,8 @@ def build_root(plan):
     root = plan["root"]
     _mount(call, None, "/", None, MS_REC | MS_PRIVATE)
     _mount(call, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    os.makedirs(root + "/tmp")          # first: a Python (a venv) under /tmp is bound inside it
+    _mount(call, "tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     for outside, inside, writable in plan["binds"]:
         if os.path.islink(outside) and os.path.dirname(outside) == "/":
             os.symlink(os.readlink(outside), root + inside)       # /bin -> usr/bin
@@ -252,8 +254,6 @@ def build_root(plan):
         _bind(call, root, f"/dev/{device}", f"/dev/{device}", True)
     os.makedirs(root + "/proc")
     _mount(call, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.makedirs(root + "/tmp")
-    _mount(call, "tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     os.chdir(root)
     number = PIVOT_ROOT.get(platform.machine())
     if number is None or libc.syscall(number, b".", b".") != 0:
