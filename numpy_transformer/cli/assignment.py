@@ -1,10 +1,12 @@
-"""The `assignment` command: `make` a student copy, `grade` copies, pack an `autograder`.
+"""The `assignment` command: `make` a student copy, `grade` copies, pack an `autograder`,
+and, in a student copy, `check` its parts.
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
         [--gradescope results.json [--visibility FILE]] [--teacher]
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
+    python -m numpy_transformer assignment check [PART ...]     # in a student copy
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
 sub-command's `run(args)` returns the exit status. Bad input (an unknown part,
@@ -28,6 +30,11 @@ def _run_grade(args):
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
                          timeout=args.timeout, teacher=args.teacher)
+
+
+def _run_check(args):
+    from ..course.assignment.local_check import check_command
+    return check_command(args.parts or None)
 
 
 def _run_autograder(args):
@@ -98,7 +105,7 @@ def add_subcommand(subparsers, list_parts=True):
         "assignment", help="make a student copy with stubbed backward passes, grade copies, "
                            "or pack a Gradescope autograder", description=description)
     commands = parser.add_subparsers(dest="assignment_command",
-                                     metavar="{make,grade,autograder}", required=True)
+                                     metavar="{make,grade,autograder,check}", required=True)
     make = commands.add_parser(
         "make", help="write a student copy of the package into DIR",
         description="Write a copy of the package into DIR in which the chosen parts' backward "
@@ -118,4 +125,12 @@ def add_subcommand(subparsers, list_parts=True):
     make.set_defaults(run=_run_make)
     _add_grade(commands)
     _add_autograder(commands)
+    check = commands.add_parser("check", help="in a student copy: check parts against the "
+                                              "expected outputs shipped with it",
+                                description="In a student copy: check the chosen parts "
+                                "against the expected outputs shipped with it, and print "
+                                "what passes.")
+    check.add_argument("parts", nargs="*", metavar="PART", help="the parts (default: all)")
+    add_common(check)
+    check.set_defaults(run=_run_check)
     return parser

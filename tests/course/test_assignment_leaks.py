@@ -211,7 +211,7 @@ def test_full_student_copy_holds_no_solution_grader_or_answer_key(student_copy, 
 def test_student_copy_has_no_grader_and_no_answers(student_copy):
     assignment = student_copy / "numpy_transformer" / "course" / "assignment"
     assert sorted(p.name for p in assignment.iterdir()) == sorted(
-        ["__init__.py", "parts.py", *STUDENT_ASSIGNMENT])
+        ["__init__.py", "parts.py", "expected.npz", *STUDENT_ASSIGNMENT])
     assert not (student_copy / "notebooks" / ANSWERS).exists()
     assert "textbook_adam" not in "\n".join(
         p.read_text(encoding="utf-8", errors="replace")

@@ -31,7 +31,8 @@ from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
                       write_region_bodies)
 from .standalone import finish_copy
 from .strip import strip_copy, where_hint
-from .parts import PARTS, TITLES, max_points, validate_parts
+from .local_check import write_expected
+from .parts import CHECKS, PARTS, TITLES, max_points, validate_parts
 from ...errors import InputError
 from ...system.files import read_regular
 
@@ -39,7 +40,7 @@ MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[2]          # the reference numpy_transformer/
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
 ANSWERS = "answers"              # notebooks/answers/: the think questions' keys, teacher only
-STUDENT_ASSIGNMENT = ("registry.py",)        # of course/assignment/, the only module copied as it is
+STUDENT_ASSIGNMENT = ("registry.py", "local_check.py", "local_scenarios.py", "diagnose.py")
 GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
                     "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
                     "run outside the copy); check your gradients here with "
@@ -189,8 +190,11 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
               "(the lessons use this copy's package either way: their first cell says which).",
               "", "Check your gradients from this folder (it imports the package here):", "",
               "    python -m numpy_transformer gradcheck --layers-only", "",
-              "It reports every layer whose part you have not written yet as `not implemented`",
-              "(naming the part) and goes on with the others. Grading runs from your teacher's",
+              "and every part against expected outputs (numbers, not code: the teacher's",
+              "reference run on fixed inputs, in numpy_transformer/course/assignment/",
+              "expected.npz): `python -m numpy_transformer assignment check [PART ...]`.",
+              "Both report a part you have not written yet as `not implemented`",
+              "(naming the part) and go on with the others. Grading runs from your teacher's",
               "installed package; this copy holds no grader.", "",
               "`gradcheck` compares every backward with float64 finite differences: a correct",
               "answer agrees to about 1e-9 relative, a wrong one is off by 1e-2 or more.",
@@ -236,6 +240,8 @@ def make(out, parts=None, solutions=False, teacher=False):
     target = out / "numpy_transformer"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns(*NOT_COPIED, "assignment"))
     _copy_assignment(target / "course" / "assignment")
+    write_expected(target / "course" / "assignment" / "expected.npz",
+                   [c for part in PARTS for c in CHECKS[part]])
     stubbed = [] if solutions else parts
     for path in sorted({r.path for r in regions if r.part in stubbed}):
         file = target / path

@@ -28,6 +28,7 @@ from ...gradcheck_cases import Package
 from . import checks_layers, checks_models, checks_training
 from .diagnose import diagnose, error_hint, import_failure
 from .harness import Draw, Read, run_task
+from .local_check import label
 from .registry import PARTS, TITLES, validate_parts  # noqa: F401
 
 REFERENCE = __name__.split(".")[0]          # this package: the reference solution
@@ -97,16 +98,6 @@ def reference_results(part):
             tasks.append({"id": tid, "kind": spec["kind"], "args": spec["args"]})
             inputs.update({f"{tid}.{name}": a for name, a in source.arrays.items()})
     return Reference(tasks, inputs, expected, others)
-
-
-def label(name):
-    """How a failure message calls an output array of a scenario."""
-    if name.startswith("dx."):
-        return f"the gradient of input {int(name[3:]) + 1}"
-    if name.startswith("grad."):
-        return f"the gradient of {name[5:]}"
-    return {"out": "the forward output", "inplace": "gradients added in place (+=)",
-            "dropout.draws": "masks drawn by dropout"}.get(name, name)
 
 
 def compare(expected, got, keys, tolerance, inputs=None, args=None):

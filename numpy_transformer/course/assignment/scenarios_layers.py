@@ -7,6 +7,7 @@ one forward and backward on the teacher's arrays. Harness code: NumPy only.
 
 import numpy as np
 
+from . import local_scenarios as local
 from . import standins
 from .steps import forward_backward, map_standin, restore, set_parameters, stand, swap
 
@@ -103,38 +104,16 @@ def cross_entropy(pkg, source, targets, vocab, dloss=1.0, ignore_index=None, smo
     return {"out": np.array(float(value)), "dx.0": loss.backward(dloss)}
 
 
-def one_parameter_model(pkg, source, shapes):
-    model = pkg.module("module").Module()
-    model.params = {name: source.normal(f"param.{name}", shape) for name, shape in shapes.items()}
-    model.grads = {name: np.zeros(shape) for name, shape in shapes.items()}
-    return model
-
-
 def adam(pkg, source, steps, hyper, shapes, optimizer="Adam"):
     """`steps` Adam updates with drawn gradients of several scales; returns every update.
     optimizer="AdamW": whole AdamW steps, its decay a stand-in (standins.decay: the decay
     is graded in the adamw part), so what is left is Adam's update without L2 decay."""
-    model = one_parameter_model(pkg, source, shapes)
-    arrays = dict(model.params)
-    optimizer = getattr(pkg.module("optim.adam"), optimizer)(model, **hyper)
-    if hasattr(optimizer, "decay"):
-        optimizer.decay = standins.decay
-    found = {}
-    for step in range(steps):
-        for name, shape in shapes.items():
-            scales = 10.0 ** source.integers(f"scale.{step}.{name}", shape, -3, 3)
-            model.grads[name][...] = source.normal(f"g.{step}.{name}", shape) * scales
-        before = {name: p.copy() for name, p in model.params.items()}
-        optimizer.step()
-        found.update({f"update.{step}.{name}": model.params[name] - before[name]
-                      for name in shapes})
-    found["inplace"] = np.array(all(model.params[n] is a for n, a in arrays.items()))
-    return found
+    return local.adam(pkg, source, steps, hyper, shapes, optimizer, decay=standins.decay)
 
 
 def adamw_decay(pkg, source, lrs, weight_decay, shape):
     """AdamW.decay(p) on one parameter, once per learning rate (a schedule changes lr)."""
-    model = one_parameter_model(pkg, source, {"w": shape})
+    model = local.one_parameter_model(pkg, source, {"w": shape})
     optimizer = pkg.module("optim.adam").AdamW(model, lr=lrs[0], weight_decay=weight_decay)
     p, found, undo = model.params["w"], {}, []
     try:

@@ -11,8 +11,9 @@ compared. Harness code: NumPy only.
 
 import numpy as np
 
+from . import local_scenarios as local
 from . import standins
-from .steps import forward_backward, grads, map_standin, restore, stand, swap_everywhere
+from .steps import forward_backward, map_standin, restore, stand, swap_everywhere
 
 
 def attention(pkg, source, shape_q, keys, mask=None, dropout=False, standin_softmax=True):
@@ -78,15 +79,7 @@ def mla_project(pkg, source, d_model, heads, latent, batch, queries, keys):
     for name, d_in, d_out in (("w_q", D, D), ("w_kv_compress", D, L),
                               ("w_k_decompress", L, D), ("w_v_decompress", L, D)):
         setattr(layer, name, map_standin(pkg, source, name, d_in, d_out))
-    q, k = source.normal("q", (batch, queries, D)), source.normal("k", (batch, keys, D))
-    layer.zero_grad()
-    Q, K, V = layer.project(q, k, k)
-    dQ, dK, dV = (source.normal(f"d{n}", np.shape(a)) for n, a in (("Q", Q), ("K", K), ("V", V)))
-    returned = layer.project_backward(dQ, dK, dV)
-    if not isinstance(returned, tuple) or len(returned) != 3:
-        raise TypeError("project_backward must return the tuple (dq, dk, dv)")
-    return {"Q": Q, "K": K, "V": V, **grads(layer),
-            **{f"dx.{i}": g for i, g in enumerate(returned)}}
+    return local.project_outputs(layer, source, batch, queries, keys, D)
 
 
 def block_standins(pkg, source, block, prefix, d_model, attentions):

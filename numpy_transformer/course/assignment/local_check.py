@@ -1,0 +1,190 @@
+"""`assignment check [PART ...]` in a student copy: the grader's verdicts, run locally.
+
+    write_expected(path, checks)   at `assignment make`: every check's tasks run on the
+                                   reference (local_scenarios.py), their inputs and
+                                   outputs saved as numbers in expected.npz
+    check_parts(parts=None)        in the copy: {part: (verdict, message)}
+    check_command(parts, out=print)   one line per part; 0 when every asked part passes
+
+The copy holds expected.npz (expected outputs on fixed inputs, as numbers: no
+code, no formula) and local_scenarios.py, which builds each part's module of the
+copy with its OWN sub-layers (no stand-ins), feeds it the saved inputs and
+compares its outputs with the saved ones as the grader does: pass at the check's
+tolerance (1e-12 relative), "numerically close" up to 1e-6, else wrong (with
+diagnose.py's reading of how the arrays differ). A composite part whose own
+check fails while a part it uses fails too says "check PART first".
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from ...gradcheck_cases import Package
+from .diagnose import diagnose
+from .local_scenarios import SCENARIOS, USES
+from .registry import validate_parts
+
+HERE = Path(__file__).resolve().parent
+EXPECTED = HERE / "expected.npz"
+NUMERIC = 1e-6      # closer than this but not exact: numerics, not derivation
+
+
+class Source:
+    """Arrays by name: drawn from a seeded generator and recorded, or replayed."""
+
+    def __init__(self, seed=None, arrays=None):
+        self.replay = arrays is not None
+        self.arrays = dict(arrays) if self.replay else {}
+        self.rng = None if self.replay else np.random.default_rng(seed)
+
+    def take(self, name, shape, draw):
+        if not self.replay:
+            self.arrays[name] = np.array(draw())
+        if name not in self.arrays or np.shape(self.arrays[name]) != tuple(shape):
+            raise ValueError(f"the check has no input {name!r} of shape {tuple(shape)}: did "
+                             "forward or the module's parameters change?")
+        return np.array(self.arrays[name])
+
+    def normal(self, name, shape, scale=1.0):
+        return self.take(name, shape, lambda: scale * self.rng.normal(size=tuple(shape)))
+
+    def integers(self, name, shape, low, high):
+        return self.take(name, shape, lambda: self.rng.integers(low, high, size=tuple(shape)))
+
+
+def run(pkg, task, src):
+    """{name: float64 or bool array} of one task, computed with NumPy in float64."""
+    backend = pkg.module("backend")
+    before = backend.get_backend()
+    backend.set_backend("numpy")
+    try:
+        with backend.default_dtype("float64"):
+            found = SCENARIOS[task["kind"]](pkg, src, **task["args"])
+    finally:
+        backend.set_backend(before)
+    arrays = {n: np.asarray(getattr(v, "get", lambda v=v: v)()) for n, v in found.items()}
+    return {n: a if a.dtype == bool else a.astype(np.float64) for n, a in arrays.items()}
+
+
+def write_expected(path, checks):
+    """Run every check of `checks` (the grader's Check objects) on the reference and save
+    the tasks, their inputs and outputs to `path` (an .npz)."""
+    pkg, plan, arrays = Package(__name__.split(".")[0]), {}, {}
+    for c in checks:
+        tasks = []
+        for j, spec in enumerate(c.tasks):
+            tid = f"{c.part}.{c.name}.{j}"
+            src = Source(spec["seed"])
+            outputs = run(pkg, spec, src)
+            arrays.update({f"in:{tid}:{n}": a for n, a in src.arrays.items()})
+            arrays.update({f"out:{tid}:{n}": a for n, a in outputs.items()})
+            tasks.append({"id": tid, "kind": spec["kind"], "args": spec["args"]})
+        plan.setdefault(c.part, []).append({"name": c.name, "keys": list(c.keys),
+                                            "tolerance": c.tolerance, "tasks": tasks})
+    np.savez_compressed(path, plan=np.array(json.dumps(plan)), **arrays)
+
+
+def load(path=EXPECTED):
+    if not Path(path).is_file():
+        raise InputError(f"{path} is missing: `assignment check` runs in a student copy made "
+                         "by `assignment make` (the teacher grades with `assignment grade`)")
+    with np.load(path) as data:
+        return json.loads(str(data["plan"])), {k: data[k] for k in data.files if k != "plan"}
+
+
+def prefixed(arrays, prefix):
+    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+def label(name):
+    """How a failure message calls an output array of a scenario."""
+    if name.startswith("dx."):
+        return f"the gradient of input {int(name[3:]) + 1}"
+    if name.startswith("grad."):
+        return f"the gradient of {name[5:]}"
+    return {"out": "the forward output", "inplace": "gradients added in place (+=)",
+            "dropout.draws": "masks drawn by dropout"}.get(name, name)
+
+
+def compare(name, want, have, tolerance, inputs, args):
+    """"" when `have` agrees with `want`, else what is wrong (the grader's kind of message)."""
+    name, key = label(name), name
+    if have is None:
+        return f"{name}: missing"
+    if want.dtype == bool or have.dtype == bool:
+        return "" if have.shape == want.shape and np.array_equal(have, want) else f"{name}: no"
+    if have.shape != want.shape:
+        return f"{name}: shape {have.shape}, expected {want.shape}"
+    if not np.all(np.isfinite(have)):
+        return f"{name}: not finite"
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    err = float(np.abs(have - want).max(initial=0.0)) / scale
+    if err <= tolerance:
+        return ""
+    if err <= NUMERIC:
+        return (f"{name} is numerically close (rel err {err:.1e}), not exact: is this a "
+                "finite-difference gradient?")
+    seen = diagnose(name, key, want, have, inputs, args)
+    return f"{name} (rel err {err:.1e})" + (f": {seen}" if seen else "")
+
+
+def run_check(pkg, check, arrays):
+    """"" when every task of `check` agrees, else the first problem."""
+    for task in check["tasks"]:
+        inputs = prefixed(arrays, f"in:{task['id']}:")
+        expected = prefixed(arrays, f"out:{task['id']}:")
+        try:
+            got = run(pkg, task, Source(arrays=inputs))
+        except NotImplementedError as err:
+            return f"not implemented: {err}"
+        except Exception as err:            # the student's code: any error fails the check
+            return f"error: {type(err).__name__}: {err}"
+        keys = tuple(check["keys"])
+        for name in [n for n in expected if not keys or n.startswith(keys)]:
+            problem = compare(name, expected[name], got.get(name), check["tolerance"],
+                              inputs, task["args"])
+            if problem:
+                return problem
+    return ""
+
+
+def check_parts(parts=None, path=EXPECTED):
+    """{part: ("pass" | "fail" | "check first", message)} for `parts` (default: all)."""
+    plan, arrays = load(path)
+    pkg, own = Package(__name__.split(".")[0]), {}
+
+    def own_verdict(part):
+        if part not in own:
+            problems = [(c["name"], run_check(pkg, c, arrays)) for c in plan.get(part, [])]
+            own[part] = [f"{name}: {p}" for name, p in problems if p]
+        return own[part]
+
+    verdicts = {}
+    for part in validate_parts(parts):
+        failed = own_verdict(part)
+        first = [p for p in USES.get(part, ()) if p in plan and own_verdict(p)]
+        mine = [p for p in failed if f"[assignment part {part}]" in p]
+        if not failed:
+            verdicts[part] = ("pass", "")
+        elif mine and all(": not implemented: " in p for p in failed):
+            verdicts[part] = ("fail", mine[0].split(": ", 1)[1])     # the stub's message once
+        elif first:
+            verdicts[part] = ("check first", f"check {', '.join(first)} first (this part runs "
+                                             "their code too, and they fail)")
+        else:
+            verdicts[part] = ("fail", "; ".join(failed))
+    return verdicts
+
+
+def check_command(parts=None, out=print):
+    """`assignment check [PART ...]`: one line per part; 0 when every asked part passes."""
+    verdicts = check_parts(parts)
+    for part, (verdict, message) in verdicts.items():
+        out(f"{part:<20} {verdict}" + (f": {message}" if message else ""))
+    passed = sum(v == "pass" for v, _ in verdicts.values())
+    out(f"{passed} of {len(verdicts)} parts pass (expected outputs: {EXPECTED.name}; "
+        "the grader's points need `assignment grade`)")
+    return 0 if passed == len(verdicts) else 1
+

@@ -1,0 +1,94 @@
+"""`assignment check` in a student copy gives the grader's verdicts, with no grader in the copy.
+
+- A solution copy: every part passes, exit status 0 (and `check PART` checks one part).
+- A blank copy: no part passes (each says "not implemented", or "check PART first"
+  for a composite part whose other parts are not written), exit status 1.
+- Catalogue mistakes (mistakes.py) planted in a solution copy, across the layers,
+  cross_entropy, adam and adamw: for every part, `check` passes exactly when
+  `assignment grade` gives full marks; the one exception is a composite part that
+  runs the mistaken part's code (the grader isolates it with stand-ins), and there
+  `check` says "check <the mistaken part> first", never pass.
+- What the check ships is numbers (expected.npz) and code that holds no formula
+  (the copy's leak scan: test_assignment_leaks.py; here, the copy holds no grader).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.local_scenarios import USES
+from numpy_transformer.course.assignment.mistakes import MISTAKES
+
+PLANTED = ("linear_overwrites", "layernorm_missing_term", "softmax_elementwise",
+           "gelu_finite_difference", "attention_fresh_dropout_mask", "dropout_scales_twice",
+           "cross_entropy_divides_twice", "cross_entropy_counts_ignored_rows",
+           "adam_no_bias_correction", "adamw_also_l2_decay", "adamw_decay_without_lr",
+           "decoder_memory_overwritten")
+
+
+def check(copy, *parts):
+    """(exit status, {part: line}) of `python -m numpy_transformer assignment check` in `copy`."""
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "check",
+                           *parts], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.splitlines()[:-1]
+    return done.returncode, {line.split()[0]: line.split(None, 1)[1] for line in lines}
+
+
+def test_a_solution_copy_passes_every_part(solution_copy):
+    status, lines = check(solution_copy)
+    assert status == 0 and len(lines) == 16
+    assert all(line == "pass" for line in lines.values()), lines
+    assert check(solution_copy, "adam", "cross_entropy") == (0, {"cross_entropy": "pass",
+                                                                 "adam": "pass"})
+
+
+def test_a_blank_copy_passes_no_part(student_copy):
+    assert (student_copy / "numpy_transformer/course/assignment/expected.npz").is_file()
+    assert not (student_copy / "numpy_transformer/course/assignment/standins.py").exists()
+    status, lines = check(student_copy)
+    report = grade(student_copy)
+    assert status == 1 and report.points == 0
+    for part, line in lines.items():
+        assert line.startswith(("fail: not implemented: ", "check first: check ")), line
+        assert part in USES or f"[assignment part {part}]" in line, line
+
+
+def planted(solution_copy, tmp_path, name):
+    copy = shutil.copytree(solution_copy, tmp_path / name,
+                           ignore=shutil.ignore_patterns("notebooks"))
+    mistake = next(m for m in MISTAKES if m.name == name)
+    mistake.apply(copy)
+    return copy, mistake.part
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_check_gives_the_graders_verdict_on_a_planted_mistake(solution_copy, tmp_path, name):
+    copy, part = planted(solution_copy, tmp_path, name)
+    users = [p for p, used in USES.items() if part in used]
+    report = grade(copy, parts=[part, *users]).by_part()
+    status, lines = check(copy)
+    assert status == 1
+    assert report[part].points < report[part].max_points
+    assert lines[part].startswith("fail: "), lines[part]
+    for other, line in lines.items():
+        if other == part:
+            continue
+        if other in users and line != "pass":
+            assert line.startswith("check first: ") and part in line, line
+        full = other not in report or report[other].points == report[other].max_points
+        assert full and (line == "pass" or other in users), (other, line)
+
+
+def test_a_wrong_part_name_is_refused(solution_copy):
+    env = {**os.environ, "PYTHONPATH": str(solution_copy)}
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "check",
+                           "lineaar"], cwd=solution_copy, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "unknown part 'lineaar'" in done.stderr, done.stderr
