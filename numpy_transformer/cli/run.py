@@ -32,6 +32,7 @@ from ..training.tensorboard import TensorBoardLog, close_logs
 from .data_files import FILES, find_data, record_digests
 from .configs import config_from, saved_settings
 from .outputs import check_figures_folder, check_name
+from .sessions import session_line, with_this_one, with_wall_times
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
              "keep_last")
@@ -147,6 +148,8 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
     trainer.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
     if ckpt is not None:
         trainer.resume(ckpt)
+        trainer.sessions_before = with_wall_times(               # sessions.py
+            trainer.sessions_before, os.path.join(settings["out"], "results.json"))
     if getattr(args, "tensorboard", False) and trainer.rank == 0:   # before the folder is
         trainer.callbacks.append(TensorBoardLog(settings["out"], trainer.step))   # claimed
     if comm is None:
@@ -225,15 +228,16 @@ def write_results(settings, trainer, seconds, **results):
 
     `seconds` is this command's wall time. `sessions` lists every session of the run (a
     resumed run's earlier ones are saved in its checkpoints): its command, steps from-to and
-    seconds (wall time from the command's start: an earlier one's up to its last checkpoint,
-    this one's up to now); wall_seconds sums them, seconds_per_step is this session's.
+    seconds (wall time from the command's start: an earlier one's as the results.json it
+    wrote says, else up to its last checkpoint; this one's up to now: sessions.py);
+    wall_seconds sums them, seconds_per_step is this session's.
 
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/cli/test_readme_results.py ties the two together)."""
     import platform
     from ..system.files import write_json
-    sessions = run_sessions(trainer.sessions_before, trainer.session_start, trainer.step,
-                            seconds)
+    sessions = with_this_one(trainer.sessions_before, trainer.session_start, trainer.step,
+                             seconds, provenance()["command"])
     record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(sum(s["seconds"] for s in sessions), 1),
               "earlier_sessions_seconds": round(trainer.seconds_before, 1),
@@ -247,23 +251,9 @@ def write_results(settings, trainer, seconds, **results):
     return write_json(os.path.join(settings["out"], "results.json"), record)
 
 
-def run_sessions(before, start, step, seconds):
-    """The run's sessions, this one (from `start` to `step`, `seconds` of wall time) last."""
-    return before + [{"command": provenance()["command"], "from": start, "to": step,
-                      "seconds": round(seconds, 1)}]
-
-
 def steps_line(result, seconds):
-    """What this session did, and the whole run when it is resumed: '1000 steps in 40 s
-    (0.040 s/step; 4000 steps in 2 sessions, 160 s in all)'."""
-    sessions = result.sessions or [{"from": 0, "to": result.step}]
-    sessions = run_sessions(sessions[:-1], sessions[-1]["from"], result.step, seconds)
-    done = result.step - sessions[-1]["from"]
-    line = f"{done} steps in {seconds:.0f} s ({seconds / max(1, done):.3f} s/step"
-    if len(sessions) > 1:
-        total = sum(s["seconds"] for s in sessions)
-        line += f"; {result.step} steps in {len(sessions)} sessions, {total:.0f} s in all"
-    return line + ")"
+    """'1000 steps in 40 s (0.040 s/step; 4000 steps in 2 sessions, 160 s in all)'."""
+    return session_line(result.sessions, result.step, seconds, provenance()["command"])
 
 
 def provenance():

@@ -23,6 +23,7 @@ def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("sessions")
     outs = [ok(nt("train", "--task", "copy", *QUICK, "--steps", "20", "--out", "runs/c",
                   cwd=work))]
+    (work / "first.json").write_text((work / "runs" / "c" / "results.json").read_text())
     for steps in (30, 36):
         outs.append(ok(nt("train", "--resume", "runs/c/last.npz", "--steps", steps,
                           "--no-figures", "--no-progress", cwd=work)))
@@ -50,6 +51,8 @@ def test_results_json_records_every_session(run):
                                            "--no-progress")
     assert results["command"] == sessions[2]["command"] and results["steps"] == 36
     assert all(s["seconds"] > 0 for s in sessions)
+    first = json.loads((work / "first.json").read_text())["sessions"]
+    assert sessions[0] == first[0]          # its whole wall time, as its results.json said
     assert results["wall_seconds"] == pytest.approx(sum(s["seconds"] for s in sessions), abs=0.2)
     assert results["seconds_per_step"] == pytest.approx(sessions[2]["seconds"] / 6, abs=0.02)
     assert results["earlier_sessions_seconds"] < results["wall_seconds"]
