@@ -27,7 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doors import shortened
+
+if __name__ == "__main__":          # a rank started by mpiexec on this file: no conftest.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from doors import shortened  # noqa: E402
 
 from numpy_transformer.backend import get_backend
 from numpy_transformer.cli.config_file import read_config
