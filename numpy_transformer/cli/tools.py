@@ -1,7 +1,7 @@
 """`gradcheck` and `figures`: the finite-difference report, and the lessons' key figures.
 
     python -m numpy_transformer gradcheck                 # every layer and model, float64
-    python -m numpy_transformer figures --out figures/    # PNG files, under a minute
+    python -m numpy_transformer figures                   # PNG files in runs/figures/, under a minute
     python -m numpy_transformer figures --all             # + the README runs', from runs/
     python -m numpy_transformer figures --all --only multi30k_recipe   # one README run's
     python -m numpy_transformer figures --run runs/reverse   # re-draw one run's figures
@@ -35,8 +35,9 @@ def add_parsers(commands):
         "trained reverse model) as PNG files. With --all, also re-draw the figures of the "
         "README's runs from their run folders and write their JSON summaries (every figure "
         "the repository commits); with --run, re-draw one run's figures.")
-    p.add_argument("--out", help="folder for the PNG files (default figures/, or RUN/figures "
-                   "with --run)")
+    p.add_argument("--out", help="folder for the PNG files (default runs/figures/, so that a "
+                   "clone's committed figures/ stay as they are; figures/ with --all, whose "
+                   "job is to re-draw them; RUN/figures with --run)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--all", action="store_true",
                       help="also the README runs' figures and summaries, from --runs")
@@ -74,7 +75,7 @@ def run_figures(args):
             raise InputError(message("--run", "a run folder (with history.json)", args.run_dir))
         paths = draw_run(args.run_dir, args.out or os.path.join(args.run_dir, "figures"))
     else:
-        out = args.out or "figures"
+        out = args.out or ("figures" if args.all else os.path.join("runs", "figures"))
         if args.only and not args.all:
             raise InputError(message("--only", "to come with --all", " ".join(args.only)))
         if args.all:

@@ -40,3 +40,14 @@ def test_figure_helpers_return_figures_without_a_path():
     norms = figures.block_gradient_norms(True, 3, seed=0)
     assert norms.shape == (3,) and (norms > 0).all()
     assert isinstance(figures.plot_gradient_norms({False: norms, True: norms}), Figure)
+
+
+def test_figures_by_default_leave_a_clone_s_committed_figures_alone(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "positional_encoding.png").write_bytes(b"committed")
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "figures", "--quick"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "figures" / "positional_encoding.png").read_bytes() == b"committed"
+    check_pngs(tmp_path / "runs" / "figures")
+    assert "runs/figures/positional_encoding.png" in done.stdout
