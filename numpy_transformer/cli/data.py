@@ -66,8 +66,8 @@ def run_data(args):
     saved = fetch(args.dataset, args.out, base_url=args.base_url, manifest=manifest,
                   progress=None if args.no_progress else progress)
     print(f"\nReproduce {ABOUT[args.dataset]}:")
-    from ..tools.recipes import dataset_commands        # README bookkeeping: loaded here
-    for line in dataset_commands(args.dataset, {k: shlex.quote(v) for k, v in saved.items()}):
+    from ..tools.recipes import printed_commands        # README bookkeeping: loaded here
+    for line in printed_commands(args.dataset, {k: shlex.quote(v) for k, v in saved.items()}):
         print(f"  {line}")
     return 0
 

@@ -71,6 +71,27 @@ def _multi30k_commands(p):
 COMMANDS = {"shakespeare": _shakespeare_commands, "multi30k": _multi30k_commands}
 
 
+# The training commands above as the docs print them, from the configs/ files (which name the
+# data where `data DATASET --out data` saves it), in the order dataset_commands gives them.
+CONFIG_FILES = {
+    "shakespeare": ("train-lm --config configs/shakespeare.toml",
+                    "train-lm --config configs/shakespeare_big.toml"),
+    "multi30k": ("train --config configs/multi30k_words.toml",
+                 "train --config configs/multi30k.toml", "train --config configs/multi30k_en_de.toml"),
+}
+
+
+def printed_commands(dataset, saved):
+    """What `data DATASET` prints: dataset_commands, each training command given by its
+    configs/ file when the data is where those files expect it (under data/)."""
+    lines = dataset_commands(dataset, saved)
+    if any(path != f"data/{name}" for name, path in saved.items()):
+        return lines
+    short = iter(CONFIG_FILES[dataset])
+    return [line.split("python -m numpy_transformer ")[0] + "python -m numpy_transformer "
+            + next(short) if " numpy_transformer train" in line else line for line in lines]
+
+
 def dataset_commands(dataset, saved):
     """The commands that use `dataset`, given {path under the data folder: shell-quoted
     saved path}."""

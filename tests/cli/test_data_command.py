@@ -127,8 +127,18 @@ def test_a_good_download_saves_checked_files_and_prints_the_readme_commands(
     commands = [line.strip() for line in out.splitlines() if "python -m" in line]
     shown = "".join(p.read_text() for p in [README, *README.parent.glob("docs/*.md")])
     assert commands and all(c in shown for c in commands), commands     # README or docs/
-    assert any(("--text data/tinyshakespeare.txt" if dataset == "shakespeare" else
-                "--src data/multi30k/tok/train.lc.norm.tok.de") in c for c in commands)
+    # the training commands name their configs/ file, which reads the data where it was saved
+    configs = [c.split("--config ")[1].split()[0] for c in commands if "--config " in c]
+    assert configs, commands
+    wanted = ("data/tinyshakespeare.txt" if dataset == "shakespeare" else
+              "data/multi30k/tok/train.lc.norm.tok.de")
+    assert all(wanted in (README.parent / name).read_text() for name in configs), configs
+
+
+def test_data_saved_elsewhere_prints_the_whole_commands(tmp_path):
+    from numpy_transformer.tools.recipes import printed_commands
+    lines = printed_commands("shakespeare", {"tinyshakespeare.txt": "elsewhere/t.txt"})
+    assert lines[0] == "python -m numpy_transformer train-lm --text elsewhere/t.txt --steps 4000"
 
 
 def test_a_digest_that_differs_is_refused_and_the_download_deleted(server, tmp_path):
