@@ -1,7 +1,12 @@
-"""Helpers of the tests that run commands as a user types them (in a fresh process)."""
+"""Helpers of the tests: running commands as a user types them (in a fresh process), and
+checking that an error names the parameter or option and the values (not its whole sentence)."""
 
+import contextlib
+import re
 import subprocess
 import sys
+
+import pytest
 
 NT = [sys.executable, "-m", "numpy_transformer"]
 
@@ -28,6 +33,24 @@ def error(done, status, *words):
     for word in words:
         assert word in first, first
     return first
+
+
+def names(err_or_text, *words):
+    """The message (an exception's or a text) holds every word, each as a whole word ("x" is not
+    found in "expected", "4" not in "14"): a test checks the parameter or option named and the
+    values, so rewording a message breaks no test. Returns the message."""
+    text = str(err_or_text)
+    for word in map(str, words):
+        assert re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text), f"{word!r} not named in {text!r}"
+    return text
+
+
+@contextlib.contextmanager
+def raises_naming(exc_type, *words):
+    """`pytest.raises(exc_type)` whose message names every word (see `names`)."""
+    with pytest.raises(exc_type) as info:
+        yield info
+    names(info.value, *words)
 
 
 def shortened(argv):

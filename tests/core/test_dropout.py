@@ -7,6 +7,8 @@ from numpy_transformer.backend import xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.dropout import Dropout
 
+from doors import raises_naming
+
 
 def test_train_drops_and_rescales(rng):
     drop = Dropout(0.25, rng=rng)
@@ -61,11 +63,11 @@ def test_gradients(float64, rng, shape):
 
 @pytest.mark.parametrize("p", [1.0, -0.1, 2])
 def test_p_out_of_range_raises(p):
-    with pytest.raises(ValueError, match=r"p: expected a number in \[0, 1\)"):
+    with raises_naming(ValueError, "p", "[0, 1)", repr(p)):
         Dropout(p)
 
 
 @pytest.mark.parametrize("p", ["0.1", True, None])
 def test_p_wrong_type_raises(p):
-    with pytest.raises(TypeError, match=r"p: expected a number in \[0, 1\)"):
+    with raises_naming(TypeError, "p", "[0, 1)", repr(p)):
         Dropout(p)

@@ -9,6 +9,8 @@ from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.embedding import Embedding
 
+from doors import raises_naming
+
 
 def test_forward_is_scaled_row_lookup(float64, rng):
     emb = Embedding(7, 4, rng=rng)
@@ -83,20 +85,20 @@ def test_unsigned_ids(float64, rng):
     np.testing.assert_allclose(emb.forward(ids), emb.params["weight"][ids.astype(int)] * 3**0.5)
 
 
-@pytest.mark.parametrize("bad, err", [(np.array([[0, 5]]), "id 5"), (np.array([[-1, 2]]), "id -1")])
+@pytest.mark.parametrize("bad, err", [(np.array([[0, 5]]), 5), (np.array([[-1, 2]]), -1)])
 def test_out_of_range_ids_raise(rng, bad, err):
     emb = Embedding(5, 3, rng=rng)
-    with pytest.raises(ValueError, match=rf"ids: expected token ids in \[0, 5\), got {err}"):
+    with raises_naming(ValueError, "ids", "[0, 5)", err):
         emb.forward(bad)
 
 
 def test_float_ids_and_lists_raise(rng):
     emb = Embedding(5, 3, rng=rng)
-    with pytest.raises(TypeError, match="ids: expected an integer array"):
+    with raises_naming(TypeError, "ids", "float64"):
         emb.forward(np.array([[0.0, 1.0]]))
-    with pytest.raises(TypeError, match="ids: expected an integer array"):
+    with raises_naming(TypeError, "ids", "list"):
         emb.forward([[0, 1]])
-    with pytest.raises(ValueError, match="ids: expected at least one token id"):
+    with raises_naming(ValueError, "ids"):
         emb.forward(np.zeros((2, 0), dtype=np.int64))
 
 

@@ -7,6 +7,8 @@ from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.layers.softmax import softmax
 from numpy_transformer.masks import make_causal_mask, make_decoder_mask, make_padding_mask
 
+from doors import raises_naming
+
 
 def test_padding_mask():
     ids = xp.asarray([[5, 6, 0, 0], [7, 0, 8, 9]])
@@ -41,11 +43,11 @@ def test_masks_broadcast_in_softmax(rng):
 
 
 def test_bad_inputs_raise():
-    with pytest.raises(TypeError, match="ids: expected an integer array"):
+    with raises_naming(TypeError, "ids", "float64"):
         make_padding_mask(np.array([[1.0, 0.0]]), 0)
-    with pytest.raises(ValueError, match=r"ids: expected shape \(B, S\), got shape \(3,\)"):
+    with raises_naming(ValueError, "ids", "(B, S)", "(3,)"):
         make_padding_mask(np.array([1, 2, 0]), 0)
-    with pytest.raises(ValueError, match="T: expected a positive integer, got 0"):
+    with raises_naming(ValueError, "T", "0"):
         make_causal_mask(0)
     with pytest.raises(TypeError, match="T: expected an integer"):
         make_causal_mask(2.0)

@@ -7,6 +7,8 @@ from numpy_transformer.backend import to_numpy
 from numpy_transformer.gradcheck import assert_gradients_close
 from numpy_transformer.layers.positional import PositionalEncoding, sinusoidal_table
 
+from doors import raises_naming
+
 
 def paper_table(max_len, D):
     """PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D))."""
@@ -74,19 +76,19 @@ def test_dropout_train_and_eval(float64, rng):
 def test_length_over_max_len_raises(rng):
     pos = PositionalEncoding(4, max_len=5)
     pos.forward(rng.normal(size=(1, 5, 4)))          # T == max_len is fine
-    with pytest.raises(ValueError, match=r"x: expected sequence length T <= max_len=5, got T=6"):
+    with raises_naming(ValueError, "x", "max_len=5", "T=6"):
         pos.forward(rng.normal(size=(1, 6, 4)))
 
 
 def test_bad_inputs_raise(rng):
     pos = PositionalEncoding(4, max_len=5)
-    with pytest.raises(ValueError, match=r"x: expected last dimension 4 \(d_model\)"):
+    with raises_naming(ValueError, "x", "4", "d_model"):
         pos.forward(rng.normal(size=(1, 3, 5)))
-    with pytest.raises(ValueError, match="x: expected 3 dimensions"):
+    with raises_naming(ValueError, "x", "3"):
         pos.forward(rng.normal(size=(3, 4)))
-    with pytest.raises(TypeError, match="x: expected a floating-point array"):
+    with raises_naming(TypeError, "x", "int64"):
         pos.forward(np.ones((1, 3, 4), dtype=np.int64))
-    with pytest.raises(ValueError, match=r"dropout: expected a number in \[0, 1\)"):
+    with raises_naming(ValueError, "dropout", "[0, 1)", "1.0"):
         PositionalEncoding(4, dropout=1.0)
     with pytest.raises(ValueError, match="max_len"):
         PositionalEncoding(4, max_len=0)
