@@ -16,6 +16,8 @@ from numpy_transformer.layers.attention import (
 from numpy_transformer.masks import make_causal_mask
 from numpy_transformer.module import Module
 
+from doors import raises_naming
+
 
 def make_mha(rng, **kwargs):
     return with_random_vectors(MultiHeadAttention(D, H, rng=rng, **kwargs), rng)
@@ -127,40 +129,39 @@ def test_one_seed_gives_one_model():
 
 
 BAD_INPUTS = {
-    "q rank": (lambda q, k, v: (q[0], k, v, None), ValueError, r"q: expected 3 dimensions"),
+    "q rank": (lambda q, k, v: (q[0], k, v, None), ValueError, ("q", "3")),
     "k last dim": (lambda q, k, v: (q, k[..., :-1], v, None), ValueError,
-                   r"k: expected last dimension 12 \(d_model\)"),
-    "v batch": (lambda q, k, v: (q, k, v[:1], None), ValueError, r"v: expected batch size 2"),
-    "k batch": (lambda q, k, v: (q, k[:1], v[:1], None), ValueError, r"k: expected batch size 2"),
-    "v length": (lambda q, k, v: (q, k, v[:, :-1], None), ValueError, r"v: expected length 6"),
+                   ("k", "12", "d_model")),
+    "v batch": (lambda q, k, v: (q, k, v[:1], None), ValueError, ("v", "2")),
+    "k batch": (lambda q, k, v: (q, k[:1], v[:1], None), ValueError, ("k", "2")),
+    "v length": (lambda q, k, v: (q, k, v[:, :-1], None), ValueError, ("v", "6")),
     "integer q": (lambda q, k, v: (q.astype(int), k, v, None), TypeError,
-                  r"q: expected a floating-point array"),
+                  ("q", "int64")),
     "mixed dtypes": (lambda q, k, v: (q, k.astype(np.float32), v, None), TypeError,
-                     r"k: expected dtype float64"),
+                     ("k", "float64", "float32")),
     "float mask": (lambda q, k, v: (q, k, v, xp.ones((B, 1, 1, TK))), TypeError,
-                   r"mask: expected a boolean array"),
+                   ("mask", "float64")),
     "mask shape": (lambda q, k, v: (q, k, v, xp.ones((B, 1, 1, TK + 1), bool)), ValueError,
-                   r"mask: expected a shape broadcastable to \(2, 3, 5, 6\)"),
+                   ("mask", "(2, 3, 5, 6)")),
     "mask rank": (lambda q, k, v: (q, k, v, xp.ones((TQ, TK), bool)), ValueError,
-                  r"mask: expected a shape broadcastable"),
+                  ("mask", "(5, 6)")),
 }
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_inputs_raise_clear_errors(float64, rng, case):
-    make_args, error, pattern = BAD_INPUTS[case]
+    make_args, error, words = BAD_INPUTS[case]
     mha = make_mha(rng)
-    with pytest.raises(error, match=pattern):
+    with raises_naming(error, *words):
         mha.forward(*make_args(*inputs(rng)))
 
 
 def test_bad_construction_raises():
-    with pytest.raises(ValueError, match=r"d_model: expected a multiple of num_heads=5, "
-                                         r"got d_model=12, which is not divisible by 5"):
+    with raises_naming(ValueError, "d_model", "num_heads=5", "d_model=12"):
         MultiHeadAttention(12, 5)
-    with pytest.raises(ValueError, match=r"num_heads: expected a positive integer"):
+    with raises_naming(ValueError, "num_heads", "0"):
         MultiHeadAttention(12, 0)
-    with pytest.raises(ValueError, match=r"dropout: expected a number in \[0, 1\)"):
+    with raises_naming(ValueError, "dropout", "[0, 1)", "1.0"):
         MultiHeadAttention(12, 3, dropout=1.0)
 
 
@@ -185,10 +186,9 @@ def test_inputs_are_checked_once_at_the_entry(rng, monkeypatch, attention):
     model.forward(src, src[:, :4])
     lm.forward(src)
     assert calls == []
-    with pytest.raises(ValueError, match=r"tgt_mask: expected a shape broadcastable to "
-                                         r"\(2, 2, 4, 4\)"):
+    with raises_naming(ValueError, "tgt_mask", "(2, 2, 4, 4)"):
         model.forward(src, src[:, :4], tgt_mask=xp.ones((1, 1, 4, 5), bool))
-    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(2, 2, 5, 5\)"):
+    with raises_naming(ValueError, "mask", "(2, 2, 5, 5)"):
         lm.forward(src, xp.ones((2, 1, 1, 4), bool))
 
 
