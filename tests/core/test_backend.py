@@ -11,6 +11,8 @@ from numpy_transformer import backend
 from numpy_transformer.backend import (default_dtype, get_backend, get_default_dtype, set_backend,
                                        set_default_dtype, to_numpy, xp)
 
+from doors import raises_naming
+
 PACKAGE = Path(backend.__file__).resolve().parent
 
 
@@ -63,15 +65,14 @@ def test_xp_is_numpy_by_default():
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
 def test_cupy_without_cupy_is_a_helpful_import_error(restore_backend):
     before = get_backend()
-    with pytest.raises(ImportError, match=r"CuPy is not installed.*pip install"):
+    with raises_naming(ImportError, "CuPy", "pip install"):
         set_backend("cupy")
     assert get_backend() == before
 
 
 def test_unknown_backend_raises(restore_backend):
     before = get_backend()
-    with pytest.raises(ValueError, match=r"backend must be one of \('numpy', 'cupy', 'simulator'\), "
-                                         r"got 'torch'"):
+    with raises_naming(ValueError, "backend", "('numpy', 'cupy', 'simulator')", "'torch'"):
         set_backend("torch")
     assert get_backend() == before
 
