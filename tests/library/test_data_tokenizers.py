@@ -8,6 +8,8 @@ import pytest
 from numpy_transformer.data import (BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID,
                                     CharTokenizer, Tokenizer, WordTokenizer)
 
+from doors import raises_naming
+
 
 def test_special_ids_are_fixed():
     assert (PAD_ID, BOS_ID, EOS_ID, UNK_ID) == (0, 1, 2, 3)
@@ -87,43 +89,43 @@ def _write(tmp_path, content):
 
 def test_load_rejects_malformed_files(tmp_path):
     good = CharTokenizer.from_texts(["ab"]).to_dict()
-    with pytest.raises(ValueError, match=r"bad\.json: expected valid JSON, got .* line 1"):
+    with raises_naming(ValueError, "bad.json", "line 1"):
         CharTokenizer.load(_write(tmp_path, "{not json"))
-    with pytest.raises(ValueError, match="expected a JSON object, got list"):
+    with raises_naming(ValueError, "list"):
         CharTokenizer.load(_write(tmp_path, [1, 2]))
-    with pytest.raises(ValueError, match=r"type: expected 'CharTokenizer', got 'WordTokenizer'"):
+    with raises_naming(ValueError, "type", "'CharTokenizer'", "'WordTokenizer'"):
         CharTokenizer.load(_write(tmp_path, {**good, "type": "WordTokenizer"}))
-    with pytest.raises(ValueError, match=r"type: expected one of"):
+    with raises_naming(ValueError, "type", "'Pickle'"):
         Tokenizer.load(_write(tmp_path, {**good, "type": "Pickle"}))
-    with pytest.raises(ValueError, match=r"symbols: expected a list starting with"):
+    with raises_naming(ValueError, "symbols"):
         CharTokenizer.load(_write(tmp_path, {**good, "symbols": ["a", "b"]}))
-    with pytest.raises(ValueError, match=r"symbols\[0\]: expected a single character, got 'ab'"):
+    with raises_naming(ValueError, "symbols[0]", "'ab'"):
         CharTokenizer.load(_write(tmp_path, {**good, "symbols": list(SPECIAL_TOKENS) + ["ab"]}))
-    with pytest.raises(ValueError, match=r"symbols: expected distinct symbols, got 'a' twice"):
+    with raises_naming(ValueError, "symbols", "'a'"):
         CharTokenizer.load(_write(tmp_path, {**good, "symbols": list(SPECIAL_TOKENS) + ["a", "a"]}))
-    with pytest.raises(ValueError, match=r"min_freq: expected a valid setting, got 0"):
+    with raises_naming(ValueError, "min_freq", "0"):
         CharTokenizer.load(_write(tmp_path, {**good, "min_freq": 0}))
-    with pytest.raises(ValueError, match=r"version: expected 1, got 99"):
+    with raises_naming(ValueError, "version", "1", "99"):
         CharTokenizer.load(_write(tmp_path, {**good, "version": 99}))
-    with pytest.raises(FileNotFoundError, match=r"path: expected an existing tokenizer file"):
+    with raises_naming(FileNotFoundError, "path", "missing.json"):
         CharTokenizer.load(tmp_path / "missing.json")
 
 
 def test_bad_arguments():
     tok = CharTokenizer.from_texts(["ab"])
-    with pytest.raises(TypeError, match=r"texts: expected an iterable of strings"):
+    with raises_naming(TypeError, "texts", "str"):
         CharTokenizer.from_texts("hello")
-    with pytest.raises(TypeError, match=r"texts\[1\]: expected a str, got int"):
+    with raises_naming(TypeError, "texts[1]", "str", "int"):
         CharTokenizer.from_texts(["ok", 5])
-    with pytest.raises(TypeError, match=r"text: expected a str, got list"):
+    with raises_naming(TypeError, "text", "str", "list"):
         tok.encode(["a"])
-    with pytest.raises(ValueError, match=r"ids: expected token ids in \[0, 6\), got 6"):
+    with raises_naming(ValueError, "ids", "[0, 6)", "6"):
         tok.decode([4, 6])
-    with pytest.raises(ValueError, match=r"ids: expected token ids in \[0, 6\), got -1"):
+    with raises_naming(ValueError, "ids", "[0, 6)", "-1"):
         tok.decode([-1])
-    with pytest.raises(ValueError, match=r"ids: expected a 1-D sequence"):
+    with raises_naming(ValueError, "ids", "(2, 2)"):
         tok.decode(np.zeros((2, 2), dtype=np.int64))
-    with pytest.raises(ValueError, match=r"min_freq: expected a positive integer, got 0"):
+    with raises_naming(ValueError, "min_freq", "0"):
         WordTokenizer(min_freq=0)
-    with pytest.raises(ValueError, match=r"symbols\[0\]: expected a non-empty string that is not"):
+    with raises_naming(ValueError, "symbols[0]", "'<pad>'"):
         WordTokenizer(["<pad>"])
