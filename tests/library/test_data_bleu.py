@@ -7,6 +7,8 @@ import pytest
 
 from numpy_transformer.data import bleu_statistics, corpus_bleu
 
+from doors import raises_naming
+
 
 def toks(text):
     return text.split()
@@ -61,13 +63,13 @@ def test_token_ids_work_like_words():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match=r"references: expected 2 references \(one per hypo"):
+    with raises_naming(ValueError, "references", "2", "1"):
         corpus_bleu([["a"], ["b"]], [["a"]])
-    with pytest.raises(ValueError, match=r"hypotheses: expected at least one hypothesis"):
+    with raises_naming(ValueError, "hypotheses"):
         corpus_bleu([], [])
-    with pytest.raises(TypeError, match=r"hypotheses\[0\]: expected a list of tokens"):
+    with raises_naming(TypeError, "hypotheses[0]", "str"):
         corpus_bleu(["a b c"], [["a", "b", "c"]])
-    with pytest.raises(TypeError, match=r"references\[0\]: expected a list of tokens"):
+    with raises_naming(TypeError, "references[0]", "str"):
         corpus_bleu([["a"]], ["a"])
 
 
