@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from doors import error, nt, ok
+from doors import error, nt, ok, raises_naming
 
 from numpy_transformer.data import BPETokenizer, CharTokenizer, Tokenizer, UNK_ID
 from numpy_transformer.data.bpe import END, learn_merges, merge_pair, spell
@@ -109,22 +109,22 @@ def test_save_and_load_keep_every_id(tmp_path):
         assert type(back) is BPETokenizer and back.merges == tok.merges
         assert back.symbols == tok.symbols and back.lowercase and back.num_merges == 25
         assert back.encode("ZWEI Männer fahren") == tok.encode("zwei männer fahren")
-    with pytest.raises(InputError, match="type: expected 'CharTokenizer', got 'BPETokenizer'"):
+    with raises_naming(InputError, "type", "'CharTokenizer'", "'BPETokenizer'"):
         CharTokenizer.load(tmp_path / "bpe.json")
 
 
 @pytest.mark.parametrize("change, words", [
-    (lambda d: d.update(merges=[["q", "x"]]), "merges[0]: expected a pair of symbols"),
-    (lambda d: d.update(merges="es"), "merges: expected a list of [a, b] pairs"),
-    (lambda d: d["symbols"].append("zz"), "symbols: expected the alphabet, then the symbols"),
-    (lambda d: d["symbols"].insert(-1, d["symbols"].pop()), "symbols: expected the alphabet"),
-    (lambda d: d.update(num_merges=-1), "num_merges: expected an integer >= 0, got -1"),
-    (lambda d: d.update(max_size=5), "max_size: expected null"),
+    (lambda d: d.update(merges=[["q", "x"]]), ("merges[0]",)),
+    (lambda d: d.update(merges="es"), ("merges", "[a, b]")),
+    (lambda d: d["symbols"].append("zz"), ("symbols",)),
+    (lambda d: d["symbols"].insert(-1, d["symbols"].pop()), ("symbols",)),
+    (lambda d: d.update(num_merges=-1), ("num_merges", "-1")),
+    (lambda d: d.update(max_size=5), ("max_size", "null", "5")),
 ])
 def test_a_damaged_file_is_refused_by_name(change, words):
     data = BPETokenizer.from_texts(TOY, num_merges=4).to_dict()
     change(data)
-    with pytest.raises(InputError, match=words.replace("[", r"\[").replace("]", r"\]")):
+    with raises_naming(InputError, "bpe.json", *words):
         Tokenizer.from_dict(data, source="bpe.json")
 
 

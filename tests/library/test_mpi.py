@@ -30,7 +30,7 @@ import pytest
 
 if __name__ == "__main__":          # a rank started by mpiexec on this file: no conftest.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from doors import shortened  # noqa: E402
+from doors import raises_naming, shortened  # noqa: E402
 
 from numpy_transformer.backend import get_backend
 from numpy_transformer.cli.config_file import read_config
@@ -185,8 +185,7 @@ def test_too_small_a_batch_for_the_ranks_is_refused():
     from numpy_transformer.training.thread_ranks import run_ranks
     model, stream = build("lm")
     stream.batch_size = 2
-    with pytest.raises(InputError, match="batch_size: expected at least one sequence for each "
-                                         "of the 3 ranks, got 2"):
+    with raises_naming(InputError, "batch_size", "3", "2"):
         run_ranks(lambda comm: DataParallelTrainer(model, stream, comm=comm), 3)
 
 
@@ -204,8 +203,7 @@ def test_a_launcher_without_mpi4py_is_a_clear_error(monkeypatch):
     from numpy_transformer.training.mpi_world import world
     monkeypatch.setenv("PMI_SIZE", "2")
     monkeypatch.setitem(sys.modules, "mpi4py", None)                  # as if not installed
-    with pytest.raises(InputError, match=r"started by an MPI launcher with 2 processes, but "
-                                         r"mpi4py is not installed; pip install"):
+    with raises_naming(InputError, "MPI", "2", "mpi4py", "pip install"):
         world()
 
 
