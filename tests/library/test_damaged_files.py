@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from doors import error, nt
+from doors import error, nt, raises_naming
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -279,15 +279,15 @@ def test_lessons_html_refuses_a_notebook_whose_cells_are_not_a_list_of_cells(tmp
 def test_the_python_api_names_its_bad_arguments():
     from numpy_transformer.decoding import greedy_decode
     from numpy_transformer.errors import InputTypeError
-    with pytest.raises(InputTypeError, match="config: expected a TransformerConfig, got dict"):
+    with raises_naming(InputTypeError, "config", "TransformerConfig", "dict"):
         build_transformer({"src_vocab_size": 5, "tgt_vocab_size": 5})
     with pytest.raises(InputTypeError, match="build_transformer"):
         build_transformer(None)
     model = build_transformer(TransformerConfig(src_vocab_size=7, tgt_vocab_size=7, **MODEL))
-    with pytest.raises(InputError, match="src: expected rows of token ids of one length"):
+    with raises_naming(InputError, "src"):
         greedy_decode(model, [[3, 4], [5]])
     for path in (None, b"last.npz", 3):
-        with pytest.raises(InputTypeError, match="checkpoint: expected a file name"):
+        with raises_naming(InputTypeError, "checkpoint"):
             load_checkpoint(path)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import numpy_transformer
 from numpy_transformer.errors import InputError
-from doors import nt, ok
+from doors import nt, ok, raises_naming
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40
 
@@ -41,11 +41,11 @@ def test_generate_gives_what_the_command_prints(runs):
 
 
 def test_the_wrong_question_and_a_folder_without_checkpoints_are_refused(runs, tmp_path):
-    with pytest.raises(InputError, match="translate: expected an encoder-decoder"):
+    with raises_naming(InputError, "translate", "encoder-decoder"):
         numpy_transformer.load_trained(runs[1]).translate("abc")
-    with pytest.raises(InputError, match="generate: expected a language-model"):
+    with raises_naming(InputError, "generate", "language-model"):
         numpy_transformer.load_trained(runs[0]).generate("abc")
-    with pytest.raises(InputError, match="path: expected a run folder holding best.npz"):
+    with raises_naming(InputError, "path", "best.npz"):
         numpy_transformer.load_trained(tmp_path)
-    with pytest.raises(InputError, match=r"texts\[1\]: expected 1 to"):
+    with raises_naming(InputError, "texts[1]"):
         numpy_transformer.load_trained(runs[0]).translate(["a", ""])
