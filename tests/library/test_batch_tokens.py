@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from doors import error, nt, ok
+from doors import error, nt, ok, raises_naming
 
 from numpy_transformer.backend import get_backend, to_numpy
 from numpy_transformer.data import encode_pairs, get_task
@@ -59,10 +59,10 @@ def test_a_stream_is_the_same_under_its_seed_and_resumes_at_the_same_batch():
 
 
 def test_too_small_a_budget_names_the_longest_pair():
-    with pytest.raises(ValueError, match=r"batch_tokens: expected at least 26 .*got 20"):
+    with raises_naming(ValueError, "batch_tokens", "26", "20"):
         PairStream(4, pairs=corpus(), batch_tokens=20).next_batch()
     task = get_task("reverse")
-    with pytest.raises(ValueError, match=r"batch_tokens: expected at least 11 \(the reverse"):
+    with raises_naming(ValueError, "batch_tokens", "11", "reverse"):
         PairStream.from_task(task, task.tokenizer(), 8, batch_tokens=10)
 
 
