@@ -23,6 +23,8 @@ from numpy_transformer.course.assignment.markers import (indented, replace_regio
 from numpy_transformer.course.assignment.mistakes import MISTAKES
 from numpy_transformer.course.assignment.right_bodies import RIGHT
 
+from doors import raises_naming
+
 COMMENT = re.compile(r"(?P<code>\S.*?)?(?P<space>\s*)#(?P<text>.*)$")
 
 
@@ -126,6 +128,5 @@ def test_a_mistake_without_its_region_says_so(tmp_path):
     (package / "layers").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "layers" / "linear.py").write_text("def f():\n    return 1\n")
-    with pytest.raises(RuntimeError, match="linear_overwrites: 0 regions of part linear in "
-                                           "Linear.backward"):
+    with raises_naming(RuntimeError, "linear_overwrites", "0", "linear", "Linear.backward"):
         MISTAKES[0].apply(Path(tmp_path))
