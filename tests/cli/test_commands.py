@@ -206,7 +206,7 @@ def test_resume_alone_continues_a_language_model_and_kinds_name_their_command(wo
     error(nt("train-lm", "--resume", task_run / "last.npz"), 2,
           "encoder-decoder checkpoint", "train --resume")
     error(nt("generate", "--checkpoint", task_run / "best.npz"), 2,
-          "--checkpoint", "language-model checkpoint written by `train-lm`")
+          "--checkpoint", "language-model", "train-lm")
 
 
 # Nothing a user made is lost.

@@ -205,14 +205,14 @@ def test_translate_evaluate_and_resume_a_bpe_run(bpe_run, corpus):
 
 def test_bpe_and_sharing_are_refused_where_they_cannot_apply(corpus):
     error(nt("train", "--task", "copy", "--bpe", "100", *QUICK, cwd=corpus), 2,
-          "--bpe: expected a corpus (--src/--tgt or --tsv), got --task copy")
+          "--bpe", "--src/--tgt", "--tsv", "--task copy")
     error(nt("train", "--task", "copy", "--joint-vocab", *QUICK, cwd=corpus), 2,
           "--joint-vocab: expected a corpus")
     error(nt("train", "--src", "train.de", "--tgt", "train.en", "--bpe", "30",
              "--share-embeddings", *QUICK, "--out", "runs/no", cwd=corpus), 2,
-          "--share-embeddings: expected one vocabulary for both sides (add --joint-vocab)")
+          "--share-embeddings", "--joint-vocab")
     error(nt("train", "--src", "train.de", "--tgt", "train.en", "--joint-vocab",
              "--share-embeddings", "--no-tie-embeddings", *QUICK, "--out", "runs/no",
-             cwd=corpus), 2, "--share-embeddings: expected False when tie_embeddings is False")
+             cwd=corpus), 2, "--share-embeddings", "tie_embeddings", "False")
     error(nt("train", "--src", "train.de", "--tgt", "train.en", "--bpe", "0", *QUICK,
              cwd=corpus), 2, "--bpe", "expected a positive integer, got '0'")
