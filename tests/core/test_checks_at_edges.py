@@ -19,6 +19,8 @@ from numpy_transformer.layers import FeedForward, LayerNorm, Linear, PositionalE
 from numpy_transformer.layers.residual import SublayerConnection
 from numpy_transformer.masks import make_decoder_mask
 
+from doors import raises_naming
+
 
 @pytest.fixture
 def checks(monkeypatch):
@@ -97,7 +99,7 @@ def test_decoder_mask_checks_the_ids_once(checks):
     mask = make_decoder_mask(np.array([[5, 6, 0]]), pad_id=0)
     assert mask.shape == (1, 1, 3, 3) and not mask[0, 0, :, 2].any()
     assert not checks                    # the ids' kind and rank: make_padding_mask's own test
-    with pytest.raises(InputError, match=r"ids: expected shape \(B, S\)"):
+    with raises_naming(InputError, "ids", "(B, S)", "(3,)"):
         make_decoder_mask(np.array([5, 6, 0]), pad_id=0)
 
 
