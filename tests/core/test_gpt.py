@@ -82,23 +82,22 @@ def test_config_to_dict_rebuilds():
     assert GPTConfig(**config.to_dict()) == config
 
 
-@pytest.mark.parametrize("overrides,error,match", [
-    (dict(d_model=10, num_heads=4), InputError,
-     r"d_model: expected a multiple of num_heads=4, got d_model=10"),
-    (dict(dropout=1.0), InputError, r"dropout: expected a number in \[0, 1\)"),
-    (dict(attention="flash"), InputError, r"attention: expected one of"),
-    (dict(latent_dim=0), InputError, r"latent_dim: expected None or an integer"),
-    (dict(latent_dim=9), InputError, r"latent_dim: .*L <= d_model=8"),
-    (dict(num_layers=0), InputError, r"num_layers: expected a positive integer"),
-    (dict(num_layers=2.5), InputTypeError, r"num_layers: expected an integer, got 2.5"),
-    (dict(vocab_size=0), InputError, r"vocab_size: expected a positive integer"),
-    (dict(norm_first="no"), InputTypeError, r"norm_first: expected True or False, got 'no'"),
-    (dict(tie_embeddings=0), InputTypeError, r"tie_embeddings: expected True or False, got 0"),
-    (dict(pad_id=11), InputError, r"pad_id: expected a token id in \[0, 11\), got 11"),
-    (dict(seed=1.5), InputTypeError, r"seed: expected an integer >= 0, got 1.5"),
+@pytest.mark.parametrize("overrides,error,words", [
+    (dict(d_model=10, num_heads=4), InputError, ("d_model", "num_heads=4", "d_model=10")),
+    (dict(dropout=1.0), InputError, ("dropout", "[0, 1)", "1.0")),
+    (dict(attention="flash"), InputError, ("attention", "'flash'")),
+    (dict(latent_dim=0), InputError, ("latent_dim", "None", "0")),
+    (dict(latent_dim=9), InputError, ("latent_dim", "d_model=8", "9")),
+    (dict(num_layers=0), InputError, ("num_layers", "0")),
+    (dict(num_layers=2.5), InputTypeError, ("num_layers", "2.5")),
+    (dict(vocab_size=0), InputError, ("vocab_size", "0")),
+    (dict(norm_first="no"), InputTypeError, ("norm_first", "'no'")),
+    (dict(tie_embeddings=0), InputTypeError, ("tie_embeddings", "0")),
+    (dict(pad_id=11), InputError, ("pad_id", "[0, 11)", "11")),
+    (dict(seed=1.5), InputTypeError, ("seed", "1.5")),
 ])
-def test_bad_config_raises(overrides, error, match):
-    with pytest.raises(error, match=f"^{match}"):
+def test_bad_config_raises(overrides, error, words):
+    with raises_naming(error, *words):
         tiny_config(**overrides)
 
 

@@ -115,38 +115,35 @@ def test_paper_base_parameter_count():
     assert build_transformer(config).num_parameters() == expected
 
 
-BAD_CONFIGS = [   # (fields, exception, the message's first words)
-    (dict(d_model=10, num_heads=4), InputError,
-     r"d_model: expected a multiple of num_heads=4, got d_model=10, which is not divisible"),
-    (dict(dropout=1.0), InputError, r"dropout: expected a number in \[0, 1\), got 1.0"),
-    (dict(dropout=-0.1), InputError, r"dropout: expected a number in \[0, 1\), got -0.1"),
-    (dict(dropout="0.1"), InputTypeError, r"dropout: expected a number in \[0, 1\), got '0.1'"),
-    (dict(attention="flash"), InputError, r"attention: expected one of \('mha', 'mla'\)"),
-    (dict(latent_dim=0), InputError, r"latent_dim: expected None or an integer .* got 0"),
-    (dict(latent_dim=9), InputError, r"latent_dim: expected .*L <= d_model=8.* got 9"),
-    (dict(latent_dim=2.0), InputTypeError, r"latent_dim: expected None or an integer"),
-    (dict(num_encoder_layers=0), InputError, r"num_encoder_layers: expected a positive integer"),
-    (dict(num_decoder_layers=True), InputTypeError,
-     r"num_decoder_layers: expected an integer, got True"),
-    (dict(src_vocab_size=0), InputError, r"src_vocab_size: expected a positive integer, got 0"),
-    (dict(d_ff=12.0), InputTypeError, r"d_ff: expected an integer, got 12.0"),
-    (dict(max_len=-1), InputError, r"max_len: expected a positive integer, got -1"),
-    (dict(norm_first="no"), InputTypeError, r"norm_first: expected True or False, got 'no'"),
-    (dict(norm_first=1), InputTypeError, r"norm_first: expected True or False, got 1"),
-    (dict(tie_embeddings="yes"), InputTypeError, r"tie_embeddings: expected True or False"),
-    (dict(pad_id=99), InputError,
-     r"pad_id: expected a token id \(of every vocabulary\) in \[0, 11\), got 99"),
-    (dict(pad_id=-1), InputError, r"pad_id: expected a token id .* got -1"),
-    (dict(pad_id=False), InputTypeError, r"pad_id: expected a token id"),
-    (dict(seed=-1), InputError, r"seed: expected an integer >= 0, got -1"),
-    (dict(seed=None), InputTypeError, r"seed: expected an integer >= 0, got None"),
+BAD_CONFIGS = [   # (fields, exception, the words the message names: parameter, values)
+    (dict(d_model=10, num_heads=4), InputError, ("d_model", "num_heads=4", "d_model=10")),
+    (dict(dropout=1.0), InputError, ("dropout", "[0, 1)", "1.0")),
+    (dict(dropout=-0.1), InputError, ("dropout", "[0, 1)", "-0.1")),
+    (dict(dropout="0.1"), InputTypeError, ("dropout", "[0, 1)", "'0.1'")),
+    (dict(attention="flash"), InputError, ("attention", "('mha', 'mla')", "'flash'")),
+    (dict(latent_dim=0), InputError, ("latent_dim", "None", "0")),
+    (dict(latent_dim=9), InputError, ("latent_dim", "d_model=8", "9")),
+    (dict(latent_dim=2.0), InputTypeError, ("latent_dim", "2.0")),
+    (dict(num_encoder_layers=0), InputError, ("num_encoder_layers", "0")),
+    (dict(num_decoder_layers=True), InputTypeError, ("num_decoder_layers", "True")),
+    (dict(src_vocab_size=0), InputError, ("src_vocab_size", "0")),
+    (dict(d_ff=12.0), InputTypeError, ("d_ff", "12.0")),
+    (dict(max_len=-1), InputError, ("max_len", "-1")),
+    (dict(norm_first="no"), InputTypeError, ("norm_first", "'no'")),
+    (dict(norm_first=1), InputTypeError, ("norm_first", "1")),
+    (dict(tie_embeddings="yes"), InputTypeError, ("tie_embeddings", "'yes'")),
+    (dict(pad_id=99), InputError, ("pad_id", "[0, 11)", "99")),
+    (dict(pad_id=-1), InputError, ("pad_id", "-1")),
+    (dict(pad_id=False), InputTypeError, ("pad_id", "False")),
+    (dict(seed=-1), InputError, ("seed", "-1")),
+    (dict(seed=None), InputTypeError, ("seed", "None")),
 ]
 
 
-@pytest.mark.parametrize("overrides,error,match", BAD_CONFIGS,
+@pytest.mark.parametrize("overrides,error,words", BAD_CONFIGS,
                          ids=[",".join(f"{k}={v!r}" for k, v in c[0].items()) for c in BAD_CONFIGS])
-def test_bad_config_raises(overrides, error, match):
-    with pytest.raises(error, match=f"^{match}"):
+def test_bad_config_raises(overrides, error, words):
+    with raises_naming(error, *words):
         tiny_config(**overrides)
 
 
