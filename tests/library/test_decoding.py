@@ -218,26 +218,25 @@ def test_sampling_stops_rows_at_eos():
     assert any(EOS in row for row in out.tolist())
 
 
-@pytest.mark.parametrize("call,error,match", [
-    (lambda m, g, s: beam_search(m, s, beam_size=0), ValueError,
-     "beam_size: expected a positive integer, got 0"),
-    (lambda m, g, s: beam_search(m, s, length_penalty=-1), ValueError, "length_penalty"),
+@pytest.mark.parametrize("call,error,words", [
+    (lambda m, g, s: beam_search(m, s, beam_size=0), ValueError, ("beam_size", "0")),
+    (lambda m, g, s: beam_search(m, s, length_penalty=-1), ValueError, ("length_penalty", "-1")),
     (lambda m, g, s: sample(g, s[:, :3], 2, temperature=0), ValueError,
-     r"temperature: expected a number > 0 \(use top_k=1 for greedy\), got 0"),
-    (lambda m, g, s: sample(g, s[:, :3], 2, temperature=-1.0), ValueError, "temperature"),
-    (lambda m, g, s: sample(g, s[:, :3], 2, top_k=0), ValueError,
-     "top_k: expected a positive integer, got 0"),
-    (lambda m, g, s: sample(g, s[:, :3], 2, top_k=18), ValueError, "top_k: expected at most"),
+     ("temperature", "top_k=1", "0")),
+    (lambda m, g, s: sample(g, s[:, :3], 2, temperature=-1.0), ValueError, ("temperature", "-1.0")),
+    (lambda m, g, s: sample(g, s[:, :3], 2, top_k=0), ValueError, ("top_k", "0")),
+    (lambda m, g, s: sample(g, s[:, :3], 2, top_k=18), ValueError, ("top_k", "18")),
     (lambda m, g, s: sample(g, xp.full((1, 21), 5), 1), ValueError,
-     "prompt: expected at most max_len=20 tokens, got 21 tokens"),
-    (lambda m, g, s: sample(g, s[:, :3], 0), ValueError, "max_new_tokens"),
-    (lambda m, g, s: sample(m, s, 2), TypeError, "model: expected a decoder-only"),
-    (lambda m, g, s: greedy_decode(g, s), TypeError, "model: expected an encoder-decoder"),
-    (lambda m, g, s: greedy_decode(m, s, max_len=0), ValueError, "max_len"),
-    (lambda m, g, s: greedy_decode(m, s, use_cache=False, cache=KVCache()), ValueError, "cache"),
+     ("prompt", "max_len=20", "21")),
+    (lambda m, g, s: sample(g, s[:, :3], 0), ValueError, ("max_new_tokens", "0")),
+    (lambda m, g, s: sample(m, s, 2), TypeError, ("model", "decoder-only")),
+    (lambda m, g, s: greedy_decode(g, s), TypeError, ("model", "encoder-decoder")),
+    (lambda m, g, s: greedy_decode(m, s, max_len=0), ValueError, ("max_len", "0")),
+    (lambda m, g, s: greedy_decode(m, s, use_cache=False, cache=KVCache()), ValueError,
+     ("cache", "use_cache")),
 ])
-def test_bad_arguments_raise(call, error, match):
-    with pytest.raises(error, match=match):
+def test_bad_arguments_raise(call, error, words):
+    with raises_naming(error, *words):
         call(transformer(), gpt(), source())
 
 
