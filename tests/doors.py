@@ -41,7 +41,8 @@ def names(err_or_text, *words):
     values, so rewording a message breaks no test. Returns the message."""
     text = str(err_or_text)
     for word in map(str, words):
-        assert re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text), f"{word!r} not named in {text!r}"
+        found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)
+        assert found, f"{word!r} not named in {text!r}"
     return text
 
 
