@@ -137,7 +137,7 @@ def test_the_train_command_prints_how_full_its_batches_are_and_resumes(tmp_path)
                 "--no-progress", cwd=tmp_path))
     assert "batches of up to 300 tokens: " in out and "resuming at step 6" in out
     error(nt("train", "--task", "reverse", "--quick", "--batch-tokens", "5", "--out", "s",
-             cwd=tmp_path), 2, "--batch-tokens: expected at least 11", "got 5")
+             cwd=tmp_path), 2, "--batch-tokens", "11", "5")
 
 
 @ON_NUMPY

@@ -207,7 +207,7 @@ def test_bpe_and_sharing_are_refused_where_they_cannot_apply(corpus):
     error(nt("train", "--task", "copy", "--bpe", "100", *QUICK, cwd=corpus), 2,
           "--bpe", "--src/--tgt", "--tsv", "--task copy")
     error(nt("train", "--task", "copy", "--joint-vocab", *QUICK, cwd=corpus), 2,
-          "--joint-vocab: expected a corpus")
+          "--joint-vocab", "corpus")
     error(nt("train", "--src", "train.de", "--tgt", "train.en", "--bpe", "30",
              "--share-embeddings", *QUICK, "--out", "runs/no", cwd=corpus), 2,
           "--share-embeddings", "--joint-vocab")
@@ -215,4 +215,4 @@ def test_bpe_and_sharing_are_refused_where_they_cannot_apply(corpus):
              "--share-embeddings", "--no-tie-embeddings", *QUICK, "--out", "runs/no",
              cwd=corpus), 2, "--share-embeddings", "tie_embeddings", "False")
     error(nt("train", "--src", "train.de", "--tgt", "train.en", "--bpe", "0", *QUICK,
-             cwd=corpus), 2, "--bpe", "expected a positive integer, got '0'")
+             cwd=corpus), 2, "--bpe", "'0'")
