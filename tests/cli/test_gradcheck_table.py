@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from numpy_transformer.backend import get_backend
 from numpy_transformer.tools.gradcheck_report import run_report
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "gradcheck.md"
@@ -41,6 +42,8 @@ def test_the_table_lists_exactly_the_cases_the_report_runs(report):
     assert f"for each of its {len(measured)} cases" in text
 
 
+@pytest.mark.skipif(get_backend() != "numpy", reason="the table is the report NumPy prints; "
+                    "another array module draws other inputs, so other round-off errors")
 def test_every_error_in_the_table_is_within_a_factor_of_10_of_the_report(report):
     for (name, printed), (_, now) in zip(table(), report[1]):
         assert printed / 10 <= now <= printed * 10, (name, printed, now)
