@@ -29,7 +29,7 @@ and nothing is kept for a backward.
 """
 
 from .backend import xp
-from .validation import check_positive_int
+from .validation import check_integer
 
 
 class AttentionCache:
@@ -141,14 +141,14 @@ def kv_cache_bytes(config, batch_size, seq_len, dtype="float32", src_len=None):
     num_layers; no cross-attention). Returns {"mha": bytes, "mla": bytes}
     whatever `config.attention` is, so the two can be compared.
     """
-    check_positive_int(batch_size, "batch_size")
-    check_positive_int(seq_len, "seq_len")
+    check_integer(batch_size, "batch_size")
+    check_integer(seq_len, "seq_len")
     encoder_decoder = hasattr(config, "num_decoder_layers")
     N = config.num_decoder_layers if encoder_decoder else config.num_layers
     S = 0
     if encoder_decoder:
         S = seq_len if src_len is None else src_len
-        check_positive_int(S, "src_len")
+        check_integer(S, "src_len")
     D = config.d_model
     L = config.latent_dim if config.latent_dim is not None else max(1, D // 4)
     positions = N * batch_size * (seq_len + S)

@@ -28,7 +28,7 @@ that neither the count nor the check of the target ids needs the device.
 """
 
 from .backend import get_backend, xp
-from .validation import check_float_array, check_probability, message
+from .validation import check_float_array, check_unit_interval, message
 from .module import Module
 from .errors import InputError, InputTypeError
 
@@ -53,7 +53,7 @@ class CrossEntropyLoss(Module):
                                          or not isinstance(ignore_index, int)):
             raise InputTypeError(message("ignore_index", "None or an integer class id",
                                     repr(ignore_index)))
-        check_probability(label_smoothing, "label_smoothing")
+        check_unit_interval(label_smoothing, "label_smoothing")
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
         self.num_tokens = 0
         self.saved = None

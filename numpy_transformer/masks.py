@@ -1,7 +1,7 @@
 """Boolean attention masks. True means "may attend"; masks broadcast to (B, H, T_q, T_k)."""
 
 from .backend import xp
-from .validation import check_positive_int, message
+from .validation import check_integer, message
 from .errors import InputError, InputTypeError
 
 
@@ -20,7 +20,7 @@ def make_padding_mask(ids, pad_id):
 
 def make_causal_mask(T):
     """(1, 1, T, T) mask that lets position t attend to positions <= t only."""
-    check_positive_int(T, "T")
+    check_integer(T, "T")
     return _causal(T)
 
 

@@ -13,6 +13,7 @@ They only look at shapes and dtypes (cheap), except `check_ids`, which reads the
 ids once to find their range.
 """
 
+import math
 import numbers
 
 import numpy
@@ -96,18 +97,40 @@ def check_mask(mask, name, shape):
                                  f"shape {tuple(mask.shape)}"))
 
 
-def check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputTypeError(message(name, "an integer", repr(value)))
+def _check_number(value, name, expected, kind=numbers.Real):
+    """value must be a finite number of `kind` (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InputTypeError(message(name, expected, repr(value)))
+    if not math.isfinite(value):
+        raise InputError(message(name, expected, value))
+
+
+def check_integer(value, name, minimum=1):
+    """value must be an integer >= minimum (a size, a step count)."""
+    expected = f"an integer >= {minimum}"
+    _check_number(value, name, expected, numbers.Integral)
+    if value < minimum:
+        raise InputError(message(name, expected, value))
+
+
+def check_positive(value, name):
+    """value must be a finite real number > 0 (a rate, a norm)."""
+    _check_number(value, name, "a number > 0")
     if value <= 0:
-        raise InputError(message(name, "a positive integer", value))
+        raise InputError(message(name, "a number > 0", value))
 
 
-def check_probability(value, name):
-    """A dropout-like probability in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(message(name, "a number in [0, 1)", repr(value)))
-    if not 0.0 <= value < 1.0:
+def check_nonnegative(value, name):
+    """value must be a finite real number >= 0."""
+    _check_number(value, name, "a number >= 0")
+    if value < 0:
+        raise InputError(message(name, "a number >= 0", value))
+
+
+def check_unit_interval(value, name):
+    """value must be a real number in [0, 1) (a dropout rate, label smoothing, a beta)."""
+    _check_number(value, name, "a number in [0, 1)")
+    if not 0 <= value < 1:
         raise InputError(message(name, "a number in [0, 1)", value))
 
 

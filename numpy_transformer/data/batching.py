@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_numpy, xp
-from ..validation import check_positive_int, message
+from ..validation import check_integer, message
 from ..masks import make_decoder_mask, make_padding_mask
 from .tokenizers import BOS_ID, EOS_ID, PAD_ID
 from ..errors import InputError, InputTypeError
@@ -114,12 +114,12 @@ def batches(pairs, batch_size, *, rng=None, shuffle=True, sort_by_length=True,
                     and little compute is spent on padding.
     drop_last:      skip a final batch smaller than batch_size.
     """
-    check_positive_int(batch_size, "batch_size")
+    check_integer(batch_size, "batch_size")
     n = len(pairs)
     if n == 0:
         raise InputError(message("pairs", "at least one (src_ids, tgt_ids) pair", "an empty list"))
     bucket_size = bucket_size or 100 * batch_size
-    check_positive_int(bucket_size, "bucket_size")
+    check_integer(bucket_size, "bucket_size")
     if shuffle:
         rng = rng if rng is not None else np.random.default_rng()
         if not isinstance(rng, np.random.Generator):
@@ -159,9 +159,9 @@ def lm_batch(ids, batch_size, block_size, *, rng):
 def lm_batches(ids, batch_size, block_size, *, rng, num_batches=None):
     """Yield `num_batches` random (x, y) windows batches (forever if None)."""
     ids = _lm_ids(ids, block_size)       # convert once, not once per batch
-    check_positive_int(batch_size, "batch_size")
+    check_integer(batch_size, "batch_size")
     if num_batches is not None:
-        check_positive_int(num_batches, "num_batches")
+        check_integer(num_batches, "num_batches")
     count = 0
     while num_batches is None or count < num_batches:
         yield _lm_windows(ids, batch_size, block_size, rng)
@@ -169,7 +169,7 @@ def lm_batches(ids, batch_size, block_size, *, rng, num_batches=None):
 
 
 def _lm_ids(ids, block_size):
-    check_positive_int(block_size, "block_size")
+    check_integer(block_size, "block_size")
     ids = _as_id_list(ids, "ids", allow_empty=True)
     if len(ids) < block_size + 1:
         raise InputError(message("ids", f"at least block_size + 1 = {block_size + 1} token ids",
@@ -178,7 +178,7 @@ def _lm_ids(ids, block_size):
 
 
 def _lm_windows(ids, batch_size, block_size, rng):
-    check_positive_int(batch_size, "batch_size")
+    check_integer(batch_size, "batch_size")
     if not isinstance(rng, np.random.Generator):
         raise InputTypeError(message("rng", "a numpy.random.Generator", type(rng).__name__))
     starts = rng.integers(0, len(ids) - block_size, size=batch_size)   # (B,)

@@ -31,7 +31,7 @@ import math
 import re
 from collections import Counter
 
-from ..validation import check_aligned, check_positive_int, message
+from ..validation import check_aligned, check_integer, message
 from ..errors import InputError, InputTypeError
 
 
@@ -57,7 +57,7 @@ def bleu_statistics(hypotheses, references, max_order=4):
         if isinstance(value, str):
             raise InputTypeError(message(name, "a list of token lists", "a str"))
     hypotheses, references = check_aligned(hypotheses, references, "hypotheses", "hypothesis")
-    check_positive_int(max_order, "max_order")
+    check_integer(max_order, "max_order")
     matches, totals = [0] * max_order, [0] * max_order
     hyp_len = ref_len = 0
     for index, (hyp, refs) in enumerate(zip(hypotheses, references)):

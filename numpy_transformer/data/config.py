@@ -14,7 +14,7 @@ import numbers
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError, InputTypeError
-from ..validation import check_choice, check_positive_int, message
+from ..validation import check_choice, check_integer, message
 
 FILES = ("text", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt")
 BLEU_TOKENIZE = ("13a", "none")
@@ -51,13 +51,13 @@ class DataConfig:
             if value is not None and (not isinstance(value, str) or not value):
                 raise InputTypeError(message(name, "a file path or None", repr(value)[:80]))
         if self.bpe is not None:
-            check_positive_int(self.bpe, "bpe")
+            check_integer(self.bpe, "bpe")
         for name in ("joint_vocab", "lowercase"):
             if not isinstance(getattr(self, name), bool):
                 raise InputTypeError(message(name, "True or False", repr(getattr(self, name))))
         check_choice(self.bleu_tokenize, "bleu_tokenize", BLEU_TOKENIZE)
         for name in ("min_freq", "max_len", "eval_examples", "eval_batches"):
-            check_positive_int(getattr(self, name), name)
+            check_integer(getattr(self, name), name)
         if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) \
                 or self.seed < 0:
             raise InputError(message("seed", "an integer >= 0", repr(self.seed)))

@@ -16,7 +16,7 @@ inside a sentence cannot shift a parallel corpus out of alignment.
 
 from pathlib import Path
 
-from ..validation import check_positive_int, message
+from ..validation import check_integer, message
 from ..errors import InputError, InputTypeError
 from ..system.files import read_regular
 
@@ -51,9 +51,9 @@ def read_lines(path, name="path"):
 def _keep(pairs, max_examples, max_len):
     """Drop pairs with a blank side or more than max_len words on a side; cut to max_examples."""
     if max_len is not None:
-        check_positive_int(max_len, "max_len")
+        check_integer(max_len, "max_len")
     if max_examples is not None:
-        check_positive_int(max_examples, "max_examples")
+        check_integer(max_examples, "max_examples")
     kept = []
     for src, tgt in pairs:
         src, tgt = src.strip(), tgt.strip()

@@ -30,7 +30,7 @@ from functools import partial
 
 import numpy as np
 
-from ..validation import check_choice, check_positive_int, message
+from ..validation import check_choice, check_integer, message
 from .dates import DATE_FORMATS, MAX_YEAR, MIN_YEAR, date_alphabet, format_date, random_date
 from .tokenizers import CharTokenizer
 from ..errors import InputError, InputTypeError
@@ -93,8 +93,8 @@ class Task:
 
 
 def _check_range(low, high, low_name, high_name):
-    check_positive_int(low, low_name)
-    check_positive_int(high, high_name)
+    check_integer(low, low_name)
+    check_integer(high, high_name)
     if high < low:
         raise InputError(message(high_name, f"at least {low_name}={low}", high))
 

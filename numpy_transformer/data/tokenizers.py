@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..backend import to_numpy
 from ..system.files import read_regular
-from ..validation import check_positive_int, message
+from ..validation import check_integer, message
 from ..errors import InputError, InputTypeError
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -59,9 +59,9 @@ class Tokenizer:
         Tokenizer.kinds[cls.__name__] = cls     # a saved tokenizer names its type
 
     def __init__(self, symbols=(), *, lowercase=False, min_freq=1, max_size=None):
-        check_positive_int(min_freq, "min_freq")
+        check_integer(min_freq, "min_freq")
         if max_size is not None:
-            check_positive_int(max_size, "max_size")
+            check_integer(max_size, "max_size")
         self.lowercase = bool(lowercase)
         self.min_freq = min_freq
         self.max_size = max_size

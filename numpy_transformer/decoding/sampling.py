@@ -11,7 +11,7 @@ draws the special tokens, nor <eos> unless asked to stop there.
 import numpy as np
 
 from ..backend import to_numpy, xp
-from ..validation import check_ids, check_positive_int, message
+from ..validation import check_ids, check_integer, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import softmax
 from .common import eval_mode, start_cache
@@ -23,13 +23,13 @@ def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k):
                                 type(model).__name__))
     config = model.config
     check_ids(prompt, "prompt", config.vocab_size, ndim=2)
-    check_positive_int(max_new_tokens, "max_new_tokens")
+    check_integer(max_new_tokens, "max_new_tokens")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
             or not temperature > 0:
         raise InputError(message("temperature", "a number > 0 (use top_k=1 for greedy)",
                                  repr(temperature)))
     if top_k is not None:
-        check_positive_int(top_k, "top_k")
+        check_integer(top_k, "top_k")
         if top_k > config.vocab_size:
             raise InputError(message("top_k", f"at most vocab_size={config.vocab_size}", top_k))
     T0 = prompt.shape[1]
@@ -129,8 +129,8 @@ def generate_texts(model, tokenizer, prompt, max_new_tokens, num_samples, *, tem
     ids = tokenizer.encode(prompt)
     if not ids:
         raise InputError(message("prompt", "at least one character", repr(prompt)))
-    check_positive_int(max_new_tokens, "max_new_tokens")
-    check_positive_int(num_samples, "num_samples")
+    check_integer(max_new_tokens, "max_new_tokens")
+    check_integer(num_samples, "num_samples")
     rng, max_len = np.random.default_rng(seed), model.config.max_len
     rows, ends = [list(ids) for _ in range(num_samples)], [None] * num_samples
     exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)

@@ -19,7 +19,7 @@ import math
 import numbers
 
 from ..backend import to_numpy, xp
-from ..validation import check_ids, check_positive_int, id_array, message
+from ..validation import check_ids, check_integer, id_array, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import log_softmax
 from ..masks import make_causal_mask, make_padding_mask
@@ -42,7 +42,7 @@ def _decode_steps(model, src, max_len, extra=GREEDY_EXTRA):
     limit = model.config.max_len
     if max_len is None:
         return min(src.shape[1] + extra, limit)
-    check_positive_int(max_len, "max_len")
+    check_integer(max_len, "max_len")
     if max_len > limit:
         raise InputError(message("max_len", f"at most the model's max_len={limit}", max_len))
     return max_len
@@ -168,7 +168,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     Returns a list of B lists of ints: the best hypothesis by log P(Y) / lp(|Y|),
     without BOS/EOS. beam_size=1 is greedy search.
     """
-    check_positive_int(beam_size, "beam_size")
+    check_integer(beam_size, "beam_size")
     src, steps = _src_and_steps(model, src, max_len, BEAM_EXTRA)
     _check_search_args(model, length_penalty, bos_id=bos_id, eos_id=eos_id)
     pad_id, B, K = model.config.pad_id, src.shape[0], beam_size

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..validation import check_float_array, check_mask, check_positive_int, message
+from ..validation import check_float_array, check_mask, check_integer, message
 from ..module import Module
 from .dropout import Dropout
 from .linear import Linear
@@ -115,8 +115,8 @@ class MultiHeadAttentionBase(Module):
 
     def __init__(self, d_model, num_heads):
         super().__init__()
-        check_positive_int(d_model, "d_model")
-        check_positive_int(num_heads, "num_heads")
+        check_integer(d_model, "d_model")
+        check_integer(num_heads, "num_heads")
         if d_model % num_heads != 0:
             raise InputError(message("d_model", f"a multiple of num_heads={num_heads}",
                                      f"d_model={d_model}, which is not divisible by {num_heads}"))

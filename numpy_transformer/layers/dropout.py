@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..backend import get_backend, xp
-from ..validation import check_probability
+from ..validation import check_unit_interval
 from ..module import Module
 
 OFF = "off"     # what `saved` holds after a forward that dropped nothing (eval mode, or p = 0)
@@ -28,7 +28,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.0, *, rng=None, name="p"):
         super().__init__()
-        check_probability(p, name)          # `name`: how the caller's argument is called
+        check_unit_interval(p, name)          # `name`: how the caller's argument is called
         self.p = p
         self.rng = rng if rng is not None else np.random.default_rng()
         self.frozen = False

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_ids, check_positive_int
+from ..validation import check_ids, check_integer
 from ..module import Module
 
 
@@ -29,8 +29,8 @@ class Embedding(Module):
 
     def __init__(self, vocab_size, d_model, *, scale=True, rng=None):
         super().__init__()
-        check_positive_int(vocab_size, "vocab_size")
-        check_positive_int(d_model, "d_model")
+        check_integer(vocab_size, "vocab_size")
+        check_integer(d_model, "d_model")
         rng = rng if rng is not None else np.random.default_rng()
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         W = rng.normal(0.0, d_model**-0.5, (vocab_size, d_model))

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..validation import check_choice, check_float_array, check_positive_int, check_probability
+from ..validation import check_choice, check_float_array, check_integer, check_unit_interval
 from ..module import Module
 from .activations import GELU, ReLU
 from .dropout import Dropout
@@ -28,9 +28,9 @@ class FeedForward(Module):
 
     def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", *, rng=None):
         super().__init__()
-        check_positive_int(d_model, "d_model")
-        check_positive_int(d_ff, "d_ff")
-        check_probability(dropout, "dropout")
+        check_integer(d_model, "d_model")
+        check_integer(d_ff, "d_ff")
+        check_unit_interval(dropout, "dropout")
         check_choice(activation, "activation", tuple(ACTIVATIONS))
         rng = rng if rng is not None else np.random.default_rng()
         self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation

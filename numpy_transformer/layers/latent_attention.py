@@ -20,7 +20,7 @@ this teaching version keeps only the key/value compression.)
 import numpy as np
 
 from ..backend import xp
-from ..validation import check_positive_int, message
+from ..validation import check_integer, message
 from .attention import MultiHeadAttentionBase
 from .dropout import Dropout
 from .linear import Linear
@@ -54,7 +54,7 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         super().__init__(d_model, num_heads)
         if latent_dim is None:
             latent_dim = max(1, d_model // 4)
-        check_positive_int(latent_dim, "latent_dim")
+        check_integer(latent_dim, "latent_dim")
         rng = rng if rng is not None else np.random.default_rng()
         D, L = d_model, latent_dim
         self.latent_dim = L

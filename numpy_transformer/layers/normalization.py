@@ -1,7 +1,7 @@
 """Layer normalization over the last axis (Ba, Kiros & Hinton, 2016)."""
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_float_array, check_positive_int, message
+from ..validation import check_float_array, check_integer, message
 from ..module import Module
 from ..errors import InputError, InputTypeError
 from . import fast
@@ -27,7 +27,7 @@ class LayerNorm(Module):
 
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
-        check_positive_int(d_model, "d_model")
+        check_integer(d_model, "d_model")
         if isinstance(eps, bool) or not isinstance(eps, (int, float)):
             raise InputTypeError(message("eps", "a positive number", repr(eps)))
         if not eps > 0:

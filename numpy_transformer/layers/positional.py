@@ -3,7 +3,7 @@
 import math
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_float_array, check_length, check_positive_int, check_probability
+from ..validation import check_float_array, check_length, check_integer, check_unit_interval
 from ..module import Module
 from .dropout import Dropout
 
@@ -45,9 +45,9 @@ class PositionalEncoding(Module):
 
     def __init__(self, d_model, max_len=5000, dropout=0.0, *, rng=None):
         super().__init__()
-        check_positive_int(d_model, "d_model")
-        check_positive_int(max_len, "max_len")
-        check_probability(dropout, "dropout")
+        check_integer(d_model, "d_model")
+        check_integer(max_len, "max_len")
+        check_unit_interval(dropout, "dropout")
         self.d_model, self.max_len = d_model, max_len
         self.pe = sinusoidal_table(max_len, d_model)                  # (max_len, D)
         self.dropout = Dropout(dropout, rng=rng)

@@ -11,7 +11,7 @@ must be and what it is, instead of failing later deep inside a layer:
 import numbers
 from dataclasses import asdict, dataclass
 
-from ..validation import check_choice, check_positive_int, check_probability, message
+from ..validation import check_choice, check_integer, check_unit_interval, message
 from ..errors import InputError, InputTypeError
 
 ATTENTION_KINDS = ("mha", "mla")
@@ -38,12 +38,12 @@ def validate_config(config, positive_ints, vocab_sizes):
     that pad_id must be a token of.
     """
     for name in positive_ints:
-        check_positive_int(getattr(config, name), name)
+        check_integer(getattr(config, name), name)
     D, H = config.d_model, config.num_heads
     if D % H:
         raise InputError(message("d_model", f"a multiple of num_heads={H}",
                                  f"d_model={D}, which is not divisible by {H}"))
-    check_probability(config.dropout, "dropout")
+    check_unit_interval(config.dropout, "dropout")
     check_bool(config.norm_first, "norm_first")
     check_choice(config.attention, "attention", ATTENTION_KINDS)
     if config.latent_dim is not None:

@@ -22,7 +22,8 @@ import math
 
 from ..backend import xp
 from ..validation import message
-from .base import Optimizer, check_nonnegative, check_positive, check_unit_interval
+from ..validation import check_nonnegative, check_positive, check_unit_interval
+from .base import Optimizer
 from ..errors import InputTypeError
 
 

@@ -1,6 +1,4 @@
-"""Optimizer: what every optimizer shares (parameters, state, saving), plus the argument
-checks of every optimizer and schedule (one set: `check_positive`, `check_nonnegative`,
-`check_unit_interval`, `check_integer`).
+"""Optimizer: what every optimizer shares (parameters, state, saving).
 
 An optimizer is built on a Module and walks `model.named_parameters()`, which
 yields `(dotted name, param, grad)` with every shared (tied) array listed once,
@@ -25,50 +23,11 @@ or arrays], "weight_decay": wd}, ...]` gives each group its own weight decay
 is in exactly one group. Without them, one group uses the optimizer's weight_decay.
 """
 
-import math
 import numbers
 
-
 from ..backend import to_numpy, xp
-from ..validation import message
+from ..validation import check_nonnegative, message
 from ..errors import InputError, InputTypeError
-
-
-def _check_number(value, name, expected, kind=numbers.Real):
-    """value must be a finite number of `kind` (a bool is not a number here)."""
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise InputTypeError(message(name, expected, repr(value)))
-    if not math.isfinite(value):
-        raise InputError(message(name, expected, value))
-
-
-def check_integer(value, name, minimum):
-    """value must be an integer >= minimum (a step count, a size)."""
-    expected = f"an integer >= {minimum}"
-    _check_number(value, name, expected, numbers.Integral)
-    if value < minimum:
-        raise InputError(message(name, expected, value))
-
-
-def check_positive(value, name):
-    """value must be a finite real number > 0."""
-    _check_number(value, name, "a number > 0")
-    if value <= 0:
-        raise InputError(message(name, "a number > 0", value))
-
-
-def check_nonnegative(value, name):
-    """value must be a finite real number >= 0."""
-    _check_number(value, name, "a number >= 0")
-    if value < 0:
-        raise InputError(message(name, "a number >= 0", value))
-
-
-def check_unit_interval(value, name):
-    """value must be a real number in [0, 1)."""
-    _check_number(value, name, "a number in [0, 1)")
-    if not 0 <= value < 1:
-        raise InputError(message(name, "a number in [0, 1)", value))
 
 
 def _plain(value):

@@ -15,7 +15,7 @@ and the norm is returned as a 0-d device array.
 import math
 
 from ..backend import get_backend, xp
-from .base import check_positive
+from ..validation import check_positive
 
 _EPS = 1e-6
 

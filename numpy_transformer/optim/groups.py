@@ -21,7 +21,7 @@ embedding here.
 from ..errors import InputTypeError
 from ..layers.embedding import Embedding
 from ..validation import message
-from .base import check_nonnegative
+from ..validation import check_nonnegative
 
 def decay_groups(model, weight_decay, decay_embeddings=False):
     """[{"params": decayed names, "weight_decay": weight_decay},

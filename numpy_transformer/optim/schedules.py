@@ -15,7 +15,7 @@ import math
 
 from ..validation import message
 from ..errors import InputError, InputTypeError
-from .base import check_integer, check_nonnegative, check_positive
+from ..validation import check_integer, check_nonnegative, check_positive
 
 
 def check_step(step):

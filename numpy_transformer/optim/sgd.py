@@ -13,7 +13,8 @@ With mu = 0 this is plain gradient descent, p <- p - lr * (g + wd * p).
 
 from ..backend import xp
 from ..validation import message
-from .base import Optimizer, check_nonnegative, check_positive
+from ..validation import check_nonnegative, check_positive
+from .base import Optimizer
 from ..errors import InputError, InputTypeError
 
 

@@ -13,7 +13,7 @@ import ctypes
 import glob
 import os
 
-from ..validation import check_positive_int
+from ..validation import check_integer
 
 _SETTERS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
             "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
@@ -49,7 +49,7 @@ def set_num_threads(n):
     Also sets OMP/OPENBLAS/MKL_NUM_THREADS in the environment, for child processes.
     """
     global _limits
-    check_positive_int(n, "threads")
+    check_integer(n, "threads")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(n)
     try:

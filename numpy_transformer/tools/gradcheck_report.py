@@ -1,8 +1,8 @@
 """Gradient-check every layer and model on small random inputs, in float64.
 
 Used by `python -m numpy_transformer gradcheck` and by the gradient-checking
-lesson. The cases themselves (one list, shared with the tests and the
-assignment grader) are in gradcheck_cases.py.
+lesson. The cases themselves (one list, shared with the tests) are in
+gradcheck_cases.py beside it.
 
 In a student copy of the assignment some backward passes are stubs that raise
 NotImplementedError("... [assignment part <part>]"): such a case is reported
@@ -15,7 +15,8 @@ import time
 from dataclasses import replace
 
 from ..backend import default_dtype
-from ..gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES, Package
+from ..gradcheck import Package
+from .gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES
 
 PART = re.compile(r"\[assignment part (\w+)\]")
 

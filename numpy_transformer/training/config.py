@@ -8,9 +8,9 @@ the last few hundred steps polish the accuracy.
 
 from dataclasses import dataclass
 
-from ..validation import check_choice, check_positive_int, check_probability, message
+from ..validation import (check_choice, check_integer, check_nonnegative, check_positive,
+                          check_unit_interval, message)
 from ..optim import NoamSchedule, WarmupCosineSchedule
-from ..optim.base import check_nonnegative, check_positive
 from ..errors import InputError
 
 
@@ -35,12 +35,12 @@ class TrainConfig:
     progress: bool = None             # progress bar: None = only on a terminal / in Jupyter
 
     def __post_init__(self):
-        check_positive_int(self.steps, "steps")
+        check_integer(self.steps, "steps")
         check_positive(self.lr, "lr")
         check_choice(self.schedule, "schedule", ("cosine", "noam"))
-        check_positive_int(self.batch_size, "batch_size")
+        check_integer(self.batch_size, "batch_size")
         if self.batch_tokens is not None:
-            check_positive_int(self.batch_tokens, "batch_tokens")
+            check_integer(self.batch_tokens, "batch_tokens")
         for name in ("warmup", "eval_every", "checkpoint_every", "log_every", "seed",
                      "keep_last"):
             value = getattr(self, name)
@@ -51,8 +51,8 @@ class TrainConfig:
                                      self.warmup))
         if self.schedule == "noam" and self.warmup < 1:
             raise InputError(message("warmup", "at least 1 step for the noam schedule", 0))
-        check_probability(self.label_smoothing, "label_smoothing")
-        check_probability(self.min_lr_ratio, "min_lr_ratio")
+        check_unit_interval(self.label_smoothing, "label_smoothing")
+        check_unit_interval(self.min_lr_ratio, "min_lr_ratio")
         check_nonnegative(self.weight_decay, "weight_decay")
         if self.clip_norm is not None:
             check_positive(self.clip_norm, "clip_norm")

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..backend import to_numpy, xp
-from ..validation import check_aligned, check_positive_int, message
+from ..validation import check_aligned, check_integer, message
 from ..data.batching import make_batch
 from ..data.bleu import text_bleu
 from ..data.tokenizers import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -79,8 +79,8 @@ def decode_batches(model, src_seqs, *, batch_size=256, max_len=None, beam_size=1
     method's default (source length + 10 greedy, + 50 beam, capped by the model).
     """
     from ..decoding import greedy_decode, strip_special
-    check_positive_int(batch_size, "batch_size")
-    check_positive_int(beam_size, "beam_size")
+    check_integer(batch_size, "batch_size")
+    check_integer(beam_size, "beam_size")
     outputs = [None] * len(src_seqs)
     for chunk in _length_sorted_chunks(src_seqs, batch_size):
         src = make_batch([src_seqs[i] for i in chunk], [[] for _ in chunk]).src   # (B, S)
@@ -155,7 +155,7 @@ def evaluate_lm(model, ids, *, block_size, batch_size=32, max_batches=None):
     tokens (each predicting the next), so every token is scored once and the
     result does not depend on any random draw.
     """
-    check_positive_int(block_size, "block_size")
+    check_integer(block_size, "block_size")
     ids = to_numpy(xp.asarray(ids)).astype("int64").ravel()
     n = (len(ids) - 1) // block_size
     if n < 1:

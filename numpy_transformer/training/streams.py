@@ -24,7 +24,7 @@ from itertools import islice
 
 import numpy as np
 
-from ..validation import check_positive_int, message
+from ..validation import check_integer, message
 from ..data.batching import batches, encode_pairs, lm_batch, make_batch
 from ..errors import InputError
 
@@ -39,9 +39,9 @@ class PairStream:
     """
 
     def __init__(self, batch_size, seed=0, *, pairs=None, make_pool=None, batch_tokens=None):
-        check_positive_int(batch_size, "batch_size")
+        check_integer(batch_size, "batch_size")
         if batch_tokens is not None:
-            check_positive_int(batch_tokens, "batch_tokens")
+            check_integer(batch_tokens, "batch_tokens")
         if (pairs is None) == (make_pool is None):
             raise InputError(message("pairs/make_pool", "exactly one of them", "both or neither"))
         if pairs is not None and not pairs:
@@ -160,8 +160,8 @@ class TextStream:
     """Random windows x = ids[i:i+T], y = ids[i+1:i+T+1] of one long text (for a GPT)."""
 
     def __init__(self, ids, batch_size, block_size, seed=0):
-        check_positive_int(batch_size, "batch_size")
-        check_positive_int(block_size, "block_size")
+        check_integer(batch_size, "batch_size")
+        check_integer(block_size, "block_size")
         self.ids = np.asarray(ids, dtype=np.int64)
         if len(self.ids) < block_size + 1:
             raise InputError(message("text", f"at least block_size + 1 = {block_size + 1} "

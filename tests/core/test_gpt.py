@@ -20,7 +20,7 @@ def tiny_config(**overrides):
     return GPTConfig(**{**fields, **overrides})
 
 
-# Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
+# Every variant's whole-model gradient check is a shared case: tools/gradcheck_cases.py MODEL_CASES,
 # run by tests/core/test_gradcheck.py.
 
 def test_untied_with_dropout_gradients(float64, rng):

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("module", "backend", "errors", "validation", "masks", "losses", "gradcheck",
-        "gradcheck_cases", "layers", "models", "optim", "kv_cache", "version")
+        "layers", "models", "optim", "kv_cache", "version")
 
 
 # under NUMPY_TRANSFORMER_BACKEND=simulator the backend loads the test stand-in (the one import
@@ -46,7 +46,7 @@ def test_the_core_loads_alone(tmp_path):
     code = ("import numpy_transformer\nfrom numpy_transformer.models.transformer import "
             "Transformer\nfrom numpy_transformer.models.gpt import GPT\n"
             "import numpy_transformer.optim, numpy_transformer.losses, numpy_transformer.gradcheck,"
-            " numpy_transformer.gradcheck_cases, numpy_transformer.masks")
+            " numpy_transformer.masks")
     assert loaded_outside_core(code, tmp_path) == []
 
 
@@ -90,3 +90,15 @@ def test_no_file_over_300_lines_and_no_function_over_60():
                 if length > 60:
                     too_long.append(f"{path.relative_to(ROOT)}: {node.name} is {length} lines")
     assert not too_long, too_long
+
+
+def test_the_core_is_at_most_3500_lines():
+    """What a student reads (docs/design.md, "Reading the core"): every file of the core,
+    its __init__.py files and version.py included."""
+    package = ROOT / "numpy_transformer"
+    files = [path for name in CORE for path in
+             ([package / f"{name}.py"] if (package / f"{name}.py").exists()
+              else sorted((package / name).glob("*.py")))]
+    files.append(package / "__init__.py")
+    lines = sum(path.read_text(encoding="utf-8").count("\n") for path in files)
+    assert len(files) > 30 and lines <= 3500, f"{lines} lines in {len(files)} files"

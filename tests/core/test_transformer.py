@@ -24,7 +24,7 @@ def ids_with_padding(rng, B, T, V):
     return ids
 
 
-# Every variant's whole-model gradient check is a shared case: gradcheck_cases.MODEL_CASES,
+# Every variant's whole-model gradient check is a shared case: tools/gradcheck_cases.py MODEL_CASES,
 # run by tests/core/test_gradcheck.py.
 
 def test_tied_embeddings_gradients(float64, rng):

@@ -6,7 +6,7 @@ scenarios_models.py), builds the modules of the package under test, installs
 stand-ins (standins.py) for the sub-layers of other parts, runs forward and the
 backward under test and returns named arrays ("out", "dx", "grad.<parameter>", ...).
 
-The package under test is reached through `pkg`, a gradcheck_cases.Package
+The package under test is reached through `pkg`, a gradcheck.Package
 (`pkg.module("layers.linear")`): the package's one helper for importing itself
 by name, the reference's in the teacher's process, the student's in the worker.
 
@@ -118,7 +118,7 @@ def numpy_float64(pkg):
 
 
 def run_task(pkg, task, source):
-    """Run one task on `pkg` (a gradcheck_cases.Package); returns {name: float64 or bool
+    """Run one task on `pkg` (a gradcheck.Package); returns {name: float64 or bool
     NumPy array}."""
     kind = task["kind"]
     if kind not in SCENARIOS:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...gradcheck_cases import Package
+from ...gradcheck import Package
 from .diagnose import diagnose
 from .local_scenarios import SCENARIOS, USES
 from .registry import validate_parts

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...gradcheck_cases import Package
+from ...gradcheck import Package
 from . import checks_layers, checks_models, checks_training
 from .diagnose import diagnose, error_hint, import_failure
 from .harness import Draw, Read, run_task

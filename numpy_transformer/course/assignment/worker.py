@@ -17,7 +17,7 @@ editable-install finders and puts first a finder that finds numpy_transformer
 in the student's folder only (even where the grader is installed beside NumPy,
 in site-packages). The harness is loaded from its copy as the package
 `_nt_harness`; no reference code is ever imported here. The package is reached
-through its own gradcheck_cases.Package (the student's). The student's files
+through its own gradcheck.Package (the student's). The student's files
 are loaded with repair.py's loader, so that a syntax error inside a solution
 region costs that region's part only, and the modules a failed task left
 half-imported are dropped before the next task.
@@ -157,7 +157,7 @@ def main(argv):
         where = os.path.realpath(os.path.dirname(numpy_transformer.__file__))
         if where != os.path.join(student_root, "numpy_transformer"):
             raise ImportError(f"numpy_transformer came from {where}, not from {student_root}")
-        pkg = importlib.import_module("numpy_transformer.gradcheck_cases").Package()
+        pkg = importlib.import_module("numpy_transformer.gradcheck").Package()
         outputs, status = run_tasks(harness, pkg, tasks, inputs)
     except Exception as error:                                      # noqa: BLE001
         outputs, status = {}, {"fatal": {"state": "error", "message": describe(error)}}
