@@ -241,8 +241,10 @@ class Tokenizer:
             settings[key] = data[key]
         try:
             return kinds[kind]._rebuild(symbols[4:], settings, data, source)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"{source}: {err}") from None
+        except (TypeError, ValueError) as err:     # name the file once
+            text = str(err)
+            raise InputError(text if text.startswith(f"{source}: ") else f"{source}: {text}") \
+                from None
 
     @classmethod
     def _rebuild(cls, learned, settings, data, source):

@@ -124,8 +124,9 @@ def test_save_and_load_keep_every_id(tmp_path):
 def test_a_damaged_file_is_refused_by_name(change, words):
     data = BPETokenizer.from_texts(TOY, num_merges=4).to_dict()
     change(data)
-    with raises_naming(InputError, "bpe.json", *words):
+    with raises_naming(InputError, "bpe.json", *words) as refused:
         Tokenizer.from_dict(data, source="bpe.json")
+    assert str(refused.value).count("bpe.json") == 1        # the file is named once
 
 
 def test_tokenizers_library_learns_and_encodes_the_same():
