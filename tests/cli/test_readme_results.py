@@ -28,14 +28,18 @@ def test_every_readme_run_has_a_summary_made_by_its_command(name):
     s = summary(name)
     run = {r.name: r for r in readme_runs()}[name]
     assert s["commands"] == list(run.commands)
-    # The run was made by the README's command (shortened paths aside: same options), or
-    # resumed (`train --resume FOLDER/last.npz`) from a run whose settings are that command's.
+    # The run was made by the README's command (shortened paths aside: same options), by the
+    # configs/ file the docs print for it, or resumed (`train --resume FOLDER/last.npz`) from a
+    # run: in the last two, the saved settings are that command's.
     training = run.commands[0].split()
     options = lambda command: [w for w in command.split() if w.startswith("--")]   # noqa: E731
-    if "--resume" not in s["command_run"]:
+    if "--config" in s["command_run"]:
+        assert AS_PRINTED[run.commands[0]].endswith(s["command_run"])
+    elif "--resume" in s["command_run"]:
+        assert s["command_run"].endswith(f"train --resume runs/{run.folder}/last.npz")
+    else:
         assert options(s["command_run"]) == options(run.commands[0])
         return
-    assert s["command_run"].endswith(f"train --resume runs/{run.folder}/last.npz")
     for option, value in zip(training, training[1:] + [""]):
         if option.startswith("--") and option != "--out":
             saved = s["settings"][option[2:].replace("-", "_")]
