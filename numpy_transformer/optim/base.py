@@ -103,8 +103,10 @@ class Optimizer:
 
     Attributes: `model`, `lr` (plain attribute: schedules assign it), `step_count`
     (number of `step()` calls so far; the first update is step 1), `state`
-    ({param name: {buffer name: array}}), `param_groups` ([{"params": [names],
-    maybe "weight_decay": wd}], the groups as given, parameters by name).
+    ({param name: {buffer name: array}}), `grads` (the gradient arrays it reads, each once,
+    listed at construction: clip_grad_norm(optimizer.grads, ...) walks no tree),
+    `param_groups` ([{"params": [names], maybe "weight_decay": wd}], the groups as given,
+    parameters by name).
     """
 
     buffer_names = ()   # per-parameter state arrays, e.g. ("exp_avg", "exp_avg_sq")
@@ -119,6 +121,7 @@ class Optimizer:
         named = list(model.named_parameters())              # [(name, param, grad)]
         if not named:
             raise InputError(message("model", "a Module with parameters", "no parameters"))
+        self.grads = [grad for _, _, grad in named]   # each gradient once, for clip_grad_norm
         self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
                       for name, param, _ in named}
         largest = {}

@@ -15,22 +15,29 @@ and the norm is returned as a 0-d device array.
 import math
 
 from ..backend import get_backend, xp
-from ..validation import check_positive
+from ..errors import InputTypeError
+from ..validation import check_positive, message
 
 _EPS = 1e-6
 
 
-def clip_grad_norm(model, max_norm):
-    """Scale all of `model`'s gradients in place so their global L2 norm is at most
-    `max_norm`; return the norm before clipping, as a Python float (NumPy) or a 0-d
-    device array (CuPy: no wait for the device).
+def clip_grad_norm(grads, max_norm):
+    """Scale the gradients `grads` in place so their global L2 norm is at most `max_norm`;
+    return the norm before clipping, as a Python float (NumPy) or a 0-d device array
+    (CuPy: no wait for the device).
 
-    A tied array's gradient is counted once. If the norm is inf or NaN the
-    gradients are left untouched and the norm is returned, so the caller can
-    skip the step (PyTorch would scale them into NaNs).
+    grads: a list of gradient arrays, each listed once, as torch's takes its parameters:
+    an optimizer's `grads` (listed when it was built, so a training step walks no module
+    tree); or a Module, whose gradients are walked now (a tied array's counted once).
+    If the norm is inf or NaN the gradients are left untouched and the norm is returned,
+    so the caller can skip the step (PyTorch would scale them into NaNs).
     """
     check_positive(max_norm, "max_norm")
-    grads = [grad for _, _, grad in model.named_parameters()]
+    if hasattr(grads, "named_parameters"):
+        grads = [grad for _, _, grad in grads.named_parameters()]
+    elif not isinstance(grads, (list, tuple)):
+        raise InputTypeError(message("grads", "a list of gradient arrays or a Module",
+                                     type(grads).__name__))
     if not grads:
         return 0.0
     if get_backend() != "numpy":

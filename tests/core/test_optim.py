@@ -236,6 +236,18 @@ def test_clip_grad_norm_by_hand(float64, rng):
     assert clip_grad_norm(model, max_norm=10.0) == pytest.approx(clipped, rel=1e-14)  # no change
 
 
+def test_clip_grad_norm_takes_an_optimizers_list_of_gradients_as_it_takes_a_module(float64, rng):
+    model, twin = Tiny(rng), Tiny(rng)
+    fill_grads(model, rng, scale=2.0)
+    for (_, _, g), (_, _, h) in zip(model.named_parameters(), twin.named_parameters()):
+        h[...] = g
+    grads = Adam(twin).grads
+    assert len(grads) == 3 and grads[0] is next(twin.named_parameters())[2]  # the live arrays
+    assert clip_grad_norm(grads, max_norm=0.5) == clip_grad_norm(model, max_norm=0.5)
+    for (_, _, g), (_, _, h) in zip(model.named_parameters(), twin.named_parameters()):
+        np.testing.assert_array_equal(to_numpy(g), to_numpy(h))
+
+
 def test_scheduler_sets_the_rate_of_the_next_update(float64, rng):
     model = Tiny(rng)
     schedule = NoamSchedule(d_model=16, warmup_steps=3)
@@ -275,6 +287,8 @@ def test_scheduler_sets_the_rate_of_the_next_update(float64, rng):
      r"param_groups\[0\]\['weight_decay'\]: expected a number >= 0"),
     (lambda m: AdamW(m, param_groups={"params": []}), TypeError, "param_groups"),
     (lambda m: clip_grad_norm(m, max_norm=0.0), ValueError, "max_norm: expected a number > 0"),
+    (lambda m: clip_grad_norm(m.grads["scale"], max_norm=1.0), TypeError,
+     "grads: expected a list of gradient arrays or a Module, got ndarray"),
     (lambda m: NoamSchedule(d_model=512, warmup_steps=0), ValueError,
      "warmup_steps: expected an integer >= 1, got 0"),
     (lambda m: NoamSchedule(d_model=0), ValueError, "d_model"),
