@@ -2,6 +2,12 @@
 
     python benchmarks/profile_step.py --config small --threads 1
     python benchmarks/profile_step.py --config base --steps 3 --top 25
+    python benchmarks/profile_step.py --config tiny --trainer      # Trainer.train_step
+
+`--trainer` profiles the package's own `Trainer.train_step` (gradient clipping and the
+loss check included) on the same batch, instead of the bare step of the comparison with
+PyTorch (forward, backward, Adam). Both print the Python calls per step, the count
+issue 39 follows.
 
 NumPy's array operators (`@`, `+`, `*`, ufuncs called as operators) are not Python
 calls, so cProfile charges their time to the Python function that runs them: the
@@ -23,12 +29,34 @@ import cProfile  # noqa: E402
 import pstats  # noqa: E402
 import time  # noqa: E402
 
-from benchmarks.harness import CONFIGS, NumpyTrainer, Setup  # noqa: E402
+from benchmarks.harness import (CONFIGS, LABEL_SMOOTHING, NumpyTrainer, Setup,  # noqa: E402
+                                make_batch)
 
 
-def profile(setup, steps, warmup=2):
+class PackageTrainer:
+    """The package's Trainer on the harness's batch, every step: `step()` runs train_step."""
+
+    def __init__(self, setup):
+        from numpy_transformer.backend import on_device, set_default_dtype
+        from numpy_transformer.models import build_transformer
+        from numpy_transformer.training import TrainConfig, Trainer
+        set_default_dtype(setup.dtype)
+        src, tgt_in, tgt_out = (on_device(a) for a in make_batch(setup))
+        self.batch = ((src, tgt_in), tgt_out, int((tgt_out != 0).sum()))
+        config = TrainConfig(steps=10**9, warmup=10, clip_norm=1.0,
+                             label_smoothing=LABEL_SMOOTHING, progress=False)
+        self.trainer = Trainer(build_transformer(setup.model_config()), self, config, log=None)
+
+    def next_batch(self):                       # the Trainer's stream
+        return self.batch
+
+    def step(self):
+        return self.trainer.train_step()
+
+
+def profile(setup, steps, warmup=2, kind=NumpyTrainer):
     """(pstats.Stats over `steps` training steps, wall seconds per step without the profiler)."""
-    trainer = NumpyTrainer(setup)
+    trainer = kind(setup)
     for _ in range(warmup):
         trainer.step()
     t0 = time.perf_counter()
@@ -62,13 +90,18 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--trainer", action="store_true",
+                   help="profile the package's Trainer.train_step (clipping included)")
     args = p.parse_args(argv)
     setup = Setup(args.config, args.dtype, args.norm_first, args.attention)
-    stats, plain = profile(setup, args.steps)
+    stats, plain = profile(setup, args.steps,
+                           kind=PackageTrainer if args.trainer else NumpyTrainer)
     table = rows(stats)
     total = sum(r[0] for r in table)
-    print(f"{setup.label()}, {args.threads} threads: {1e3 * plain:.1f} ms/step "
-          f"without the profiler, {1e3 * total / args.steps:.1f} ms/step profiled")
+    what = "Trainer.train_step" if args.trainer else "step"
+    print(f"{setup.label()} {what}, {args.threads} threads: {1e3 * plain:.1f} ms/step "
+          f"without the profiler, {1e3 * total / args.steps:.1f} ms/step profiled, "
+          f"{stats.total_calls / args.steps:,.0f} Python calls/step")
     print(f"{'self ms/step':>12s} {'share':>6s} {'cum ms/step':>11s} {'calls/step':>10s}  function")
     for tottime, cumtime, calls, label in table[:args.top]:
         print(f"{1e3 * tottime / args.steps:12.2f} {100 * tottime / total:5.1f}% "

@@ -24,7 +24,7 @@ from ..checkpoint import KINDS, load_checkpoint, run_kind
 from ..validation import message
 from ..errors import InputError
 from ..system.sizes import check_fits, training_bytes
-from ..training import TrainConfig, Trainer
+from ..training import Checkpointer, TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
@@ -136,14 +136,16 @@ def join_ranks():
         silence()
 
 
-def make_trainer(args, settings, model, stream, ckpt, **options):
-    """A Trainer with the run's TrainConfig, writing into settings["out"]; resumed if ckpt.
-    Under MPI, a DataParallelTrainer for this rank."""
-    config = config_from(TrainConfig, settings, progress=False if args.no_progress else None)
+def make_trainer(args, settings, model, stream, ckpt, evaluate, best_metric, **written):
+    """A Trainer with the run's TrainConfig (its best metric `best_metric`), writing into
+    settings["out"] what `written` names besides (Checkpointer's tokenizers, metadata,
+    resume_command); resumed if ckpt. Under MPI, a DataParallelTrainer for this rank."""
+    config = config_from(TrainConfig, settings, best_metric=best_metric,
+                         progress=False if args.no_progress else None)
     comm = world()
     kind = Trainer if comm is None else partial(DataParallelTrainer, comm=comm)
-    trainer = kind(model, stream, config, out=settings["out"], overwrite=args.overwrite,
-                   **options)
+    checkpointer = Checkpointer(settings["out"], args.overwrite, **written)
+    trainer = kind(model, stream, config, evaluate=evaluate, checkpointer=checkpointer)
     trainer.command = provenance()["command"]       # and its wall time, from the start:
     trainer.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
     if ckpt is not None:
@@ -167,8 +169,9 @@ def make_trainer(args, settings, model, stream, ckpt, **options):
 
 
 def train(args, settings, model, stream, ckpt, what, **options):
-    """Make the Trainer, say what is trained, train: (trainer, result, exit status), the
-    status None when this process goes on to report (it finished; MPI rank 0 or no MPI)."""
+    """Make the Trainer (make_trainer's `options`), say what is trained, train: (trainer,
+    result, exit status), the status None when this process goes on to report (it
+    finished; MPI rank 0 or no MPI)."""
     kind = options["metadata"]["kind"]
     trainer = make_trainer(args, settings, model, stream, ckpt, **options,
                            resume_command=partial(continue_command, kind))

@@ -3,9 +3,10 @@ from (streams.py), what a run keeps besides weights (state.py), the run folder i
 writes (run_folder.py), how it stops cleanly (signals.py), and data-parallel training
 under MPI (distributed.py, mpi_world.py; thread_ranks.py runs ranks as threads).
 
-    from numpy_transformer.training import PairStream, TrainConfig, Trainer
-    trainer = Trainer(model, PairStream.from_task(task, tok, 64), TrainConfig(steps=3000),
-                      out="runs/reverse", evaluate=..., best_metric="exact_match")
+    from numpy_transformer.training import Checkpointer, PairStream, TrainConfig, Trainer
+    trainer = Trainer(model, PairStream.from_task(task, tok, 64),
+                      TrainConfig(steps=3000, best_metric="exact_match"), evaluate=...,
+                      checkpointer=Checkpointer("runs/reverse"))
     result = trainer.fit()
 
 The Trainer's parts, each replaceable: a Checkpointer (checkpoints.py), a GradientSync

@@ -1,9 +1,21 @@
 """The Trainer's run folder, its checkpoints and resuming.
 
-    checkpointer = Checkpointer(out="runs/reverse", overwrite=False)
-    trainer = Trainer(model, stream, config, checkpointer=checkpointer)   # or out=...
+    checkpointer = Checkpointer("runs/reverse", overwrite=False,
+                                tokenizers={"src": tok, "tgt": tok}, metadata={"kind": ...})
+    trainer = Trainer(model, stream, config, checkpointer=checkpointer)
 
-A Checkpointer is the part of a Trainer (loop.py) that writes; the Trainer calls
+A Checkpointer is the part of a Trainer (loop.py) that writes the run folder, and holds
+what goes into it besides the Trainer's own state:
+
+    out, overwrite    the run folder (None: write nothing) and whether an earlier run in
+                      it may be replaced
+    tokenizers        {"src": tok, "tgt": tok} or {"text": tok}: <name>_tokenizer.json,
+                      and in every checkpoint
+    metadata          more JSON values stored in every checkpoint and in config.json
+    resume_command    resume_command(path) -> how to continue from the checkpoint `path`
+                      (said when a run stops early); by default trainer.resume(path)
+
+The Trainer calls
 
     claim(trainer)          lock `out`, write the tokenizers and config.json; a run resumed
                             from an earlier checkpoint may not replace its later ones
@@ -35,8 +47,11 @@ from .state import (History, diverged, generator_states, load_generator_states, 
 
 
 class Checkpointer:
-    def __init__(self, out=None, overwrite=False):
+    def __init__(self, out=None, overwrite=False, *, tokenizers=None, metadata=None,
+                 resume_command=None):
         self.out, self.overwrite = out, overwrite
+        self.tokenizers, self.metadata = dict(tokenizers or {}), dict(metadata or {})
+        self.resume_command = resume_command or (lambda path: f"trainer.resume({path!r})")
         self.last = None             # (path, step) of the last good last.npz
         self.folder = None           # the RunFolder, locked while a fit() runs
         self.claimed = False         # claimed before: a later fit() continues in it
@@ -53,11 +68,11 @@ class Checkpointer:
                                                 overwrite=self.overwrite,
                                                 step=trainer.step if in_place else None)
         self.claimed = True
-        for name, tokenizer in trainer.tokenizers.items():
+        for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
         self.folder.write_json("config.json", {
             "model_class": type(trainer.model).__name__, "model": trainer.model.config.to_dict(),
-            "train": asdict(trainer.config), "run_id": trainer.run_id, **trainer.metadata})
+            "train": asdict(trainer.config), "run_id": trainer.run_id, **self.metadata})
 
     def release(self):
         if self.folder is not None:
@@ -75,7 +90,7 @@ class Checkpointer:
         model = trainer.model
         if not all(bool(xp.isfinite(p).all()) for _, p, _ in model.named_parameters()):
             raise diverged(trainer.step, "a weight became NaN or infinite", self.kept())
-        path, metadata = os.path.join(self.out, name), run_state(trainer)
+        path, metadata = os.path.join(self.out, name), self.run_state(trainer)
         with self._writing(path):
             save_checkpoint(path, model, trainer.optimizer, **metadata)
         self.save_history(trainer.history)
@@ -118,6 +133,18 @@ class Checkpointer:
         path, step = self.last
         return f"the last good checkpoint is {path} (step {step})"
 
+    def run_state(self, trainer):
+        """What a checkpoint keeps besides weights and optimizer: enough to resume exactly."""
+        return {**self.metadata, "step": trainer.step, "run_id": trainer.run_id,
+                "train_config": asdict(trainer.config),
+                "data_state": trainer.stream.state_dict(),
+                "dropout_states": generator_states(trainer.model),
+                "best": {"metric": trainer.config.best_metric, "value": trainer.best},
+                "training_seconds": round(trainer.training_seconds, 3),
+                "sessions": sessions_of(trainer),
+                "schedule_steps": getattr(trainer.scheduler.schedule, "total_steps", None),
+                "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
+
     @contextlib.contextmanager
     def _writing(self, path):
         """An OSError while writing `path` (a full disk) names it and the last good checkpoint
@@ -128,19 +155,6 @@ class Checkpointer:
             reason = err.strerror or " ".join(str(err).split())
             raise OSError(err.errno, f"could not write it ({reason}); {self.kept()}",
                           path) from err
-
-
-def run_state(trainer):
-    """What a checkpoint keeps besides weights and optimizer: enough to resume exactly."""
-    return {**trainer.metadata, "step": trainer.step, "run_id": trainer.run_id,
-            "train_config": asdict(trainer.config),
-            "data_state": trainer.stream.state_dict(),
-            "dropout_states": generator_states(trainer.model),
-            "best": {"metric": trainer.best_metric, "value": trainer.best},
-            "training_seconds": round(trainer.training_seconds, 3),
-            "sessions": sessions_of(trainer),
-            "schedule_steps": getattr(trainer.scheduler.schedule, "total_steps", None),
-            "tokenizers": {k: t.to_dict() for k, t in trainer.tokenizers.items()}}
 
 
 def restore(trainer, checkpoint):

@@ -33,6 +33,8 @@ class TrainConfig:
     keep_last: int = 0                # also keep step-<N>.npz of the last K checkpoints (0: none)
     seed: int = 0                     # seed of the data order and of dropout
     progress: bool = None             # progress bar: None = only on a terminal / in Jupyter
+    best_metric: str = "loss"         # the evaluation's metric that decides best.npz
+    higher_is_better: bool = None     # its direction (None: higher, but for loss and perplexity)
 
     def __post_init__(self):
         check_integer(self.steps, "steps")
@@ -56,9 +58,20 @@ class TrainConfig:
         check_nonnegative(self.weight_decay, "weight_decay")
         if self.clip_norm is not None:
             check_positive(self.clip_norm, "clip_norm")
-        if self.progress not in (None, True, False):
-            raise InputError(message("progress", "True, False or None", repr(self.progress)))
+        for name in ("progress", "higher_is_better"):
+            if getattr(self, name) not in (None, True, False):
+                raise InputError(message(name, "True, False or None", repr(getattr(self, name))))
+        if not isinstance(self.best_metric, str) or not self.best_metric:
+            raise InputError(message("best_metric", "the name of a metric",
+                                     repr(self.best_metric)))
         self.betas = tuple(self.betas)
+
+    def best_is_higher(self):
+        """Whether a higher best_metric is better: higher_is_better, or when it is None,
+        for every metric but loss and perplexity."""
+        if self.higher_is_better is not None:
+            return self.higher_is_better
+        return self.best_metric not in ("loss", "perplexity")
 
     def make_schedule(self, d_model):
         """The lr schedule: step -> lr, peaking at `lr` after `warmup` steps."""

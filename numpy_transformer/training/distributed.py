@@ -1,7 +1,8 @@
 """Data-parallel training: N ranks, each with its shard of every batch, one update.
 
     mpiexec -n 2 python -m numpy_transformer train --task reverse       # the command line
-    trainer = DataParallelTrainer(model, stream, config, comm=world(), out="runs/x")
+    trainer = DataParallelTrainer(model, stream, config, comm=world(),
+                                  checkpointer=Checkpointer("runs/x"))
     # the same as: Trainer(model, stream, config, gradient_sync=AllReduce(comm), ...), with
     # evaluating, writing and logging left to rank 0
 
@@ -142,8 +143,8 @@ class AllReduce:
 def DataParallelTrainer(model, stream, config=None, *, comm, **options):
     """A Trainer for rank k of N, its gradients summed by AllReduce(comm).
 
-    Takes Trainer's arguments; on the ranks other than 0, `evaluate`, `out` and `log` are
-    dropped and the progress bar is off. NumPy backend only (MPI sums host buffers).
+    Takes Trainer's arguments; on the ranks other than 0, `evaluate`, `checkpointer` and
+    `log` are dropped and the progress bar is off. NumPy backend only (MPI sums host buffers).
     """
     if get_backend() != "numpy":
         raise InputError("data-parallel training runs on the NumPy backend only, "
@@ -155,6 +156,6 @@ def DataParallelTrainer(model, stream, config=None, *, comm, **options):
         raise InputError(message("batch_size", f"at least one sequence for each of the "
                                  f"{sync.size} ranks", batch_size))
     if sync.rank:                                       # rank 0 alone evaluates and writes
-        options.update(evaluate=None, out=None, log=None)
+        options.update(evaluate=None, checkpointer=None, log=None)
         config = replace(config, progress=False)
     return Trainer(model, stream, config, gradient_sync=sync, **options)

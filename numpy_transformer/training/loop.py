@@ -2,8 +2,9 @@
 a progress bar (or log lines), evaluation, checkpoints, history and resuming.
 
     trainer = Trainer(model, PairStream.from_task(task, tok, batch_size=64),
-                      TrainConfig(steps=3000), out="runs/reverse", best_metric="exact_match",
-                      evaluate=lambda m: evaluate_seq2seq(m, test_pairs))
+                      TrainConfig(steps=3000, best_metric="exact_match"),
+                      evaluate=lambda m: evaluate_seq2seq(m, test_pairs),
+                      checkpointer=Checkpointer("runs/reverse"))
     result = trainer.fit()
 
 A step (`train_step`): batch; forward and backward; sync the gradients; clip their norm;
@@ -12,7 +13,8 @@ metric improves), a checkpoint (last.npz: weights, optimizer, step, data positio
 generators: a resumed run continues exactly as an uninterrupted one).
 
 Three parts do what depends on where the run is (pass your own to change them):
-- checkpointer   writes the run folder: Checkpointer(out, overwrite) (checkpoints.py);
+- checkpointer   writes the run folder: Checkpointer(out, overwrite, tokenizers=...,
+                 metadata=...) (checkpoints.py); the default, Checkpointer(), writes nothing;
 - gradient_sync  shares the gradients: OneProcess() (gradient_sync.py), or AllReduce(comm)
                  summing them over MPI ranks (distributed.py);
 - host_sync      brings a step's loss and gradient norm, 0-d arrays of the active array
@@ -30,10 +32,9 @@ import time
 import numpy as np
 
 from ..backend import xp
-from ..errors import InputError, TrainingDiverged
+from ..errors import TrainingDiverged
 from ..losses import CrossEntropyLoss
 from ..optim import Adam, AdamW, Scheduler, clip_grad_norm, decay_groups
-from ..validation import message
 from .checkpoints import Checkpointer, restore
 from .config import TrainConfig
 from .gradient_sync import OneProcess
@@ -48,21 +49,14 @@ from .state import (History, InterruptedUpdate, Stopwatch, TrainResult, diverged
 class Trainer:
     """Trains `model` on batches from `stream` (streams.py).
 
+    config:      a TrainConfig (its best_metric, a key of evaluate's dict, decides best.npz)
     evaluate:    evaluate(model) -> dict of metrics on held-out data (or None)
-    best_metric: the key of that dict deciding best.npz; higher_is_better its direction
-    out, overwrite: the run folder (None: write nothing) and whether an earlier run in it
-                 may be replaced: make the default Checkpointer(out, overwrite)
-    tokenizers:  {"src": tok, "tgt": tok} or {"text": tok}, saved as <name>_tokenizer.json
-    metadata:    more JSON values stored in every checkpoint and in config.json
     callbacks:   callback(trainer) after every step; log: print, or None for silence
-    resume_command: resume_command(path) -> how to continue from the checkpoint `path`
     checkpointer, gradient_sync, host_sync: the parts (the module docstring); by default
-                 Checkpointer(out, overwrite), OneProcess() and HostSync()
+                 Checkpointer() (writes nothing), OneProcess() and HostSync()
     """
 
-    def __init__(self, model, stream, config=None, *, evaluate=None, best_metric="loss",
-                 higher_is_better=None, out=None, overwrite=False, tokenizers=None,
-                 metadata=None, callbacks=(), log=print, resume_command=None,
+    def __init__(self, model, stream, config=None, *, evaluate=None, callbacks=(), log=print,
                  checkpointer=None, gradient_sync=None, host_sync=None):
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
@@ -72,20 +66,12 @@ class Trainer:
         self.scheduler = Scheduler(self.optimizer, c.make_schedule(model.config.d_model))
         self.loss_fn = CrossEntropyLoss(ignore_index=model.config.pad_id,
                                         label_smoothing=c.label_smoothing)
-        self.evaluate_fn, self.best_metric = evaluate, best_metric
-        self.higher_is_better = best_metric not in ("loss", "perplexity") \
-            if higher_is_better is None else higher_is_better
-        if checkpointer is not None and (out is not None or overwrite):
-            raise InputError(message("out", "None with a checkpointer (which has its own)",
-                                     repr(out)))
-        self.checkpointer = Checkpointer(out, overwrite) if checkpointer is None else checkpointer
+        self.evaluate_fn = evaluate
+        self.checkpointer = Checkpointer() if checkpointer is None else checkpointer
         self.gradient_sync = OneProcess() if gradient_sync is None else gradient_sync
         self.host_sync = HostSync() if host_sync is None else host_sync
         self.progress = Progress(log, c.label_smoothing)
-        self.resume_command = resume_command or (lambda path: f"trainer.resume({path!r})")
         self.callbacks = list(callbacks)
-        self.tokenizers = dict(tokenizers or {})
-        self.metadata = dict(metadata or {})
         self.run_id = secrets.token_hex(8)   # in every checkpoint: `average` mixes no runs
         self.step, self.best, self.last_eval = 0, None, None
         self.history = History()
@@ -130,7 +116,7 @@ class Trainer:
         """Scale the gradients to a global norm <= config.clip_norm; the norm before (0-d)."""
         if self.config.clip_norm is None:
             return None
-        return xp.asarray(clip_grad_norm(self.model, self.config.clip_norm))
+        return xp.asarray(clip_grad_norm(self.optimizer.grads, self.config.clip_norm))
 
     def update(self):
         """The optimizer's step at this step's lr (returned); then the next step's lr."""
@@ -163,8 +149,8 @@ class Trainer:
             self.flush()
             if interrupted:
                 path = self.save_checkpoint()
-                where = f"; saved {path}, continue with: {self.resume_command(path)}" \
-                    if path else ""
+                how = self.checkpointer.resume_command
+                where = f"; saved {path}, continue with: {how(path)}" if path else ""
                 self.write(f"stopped at step {self.step} ({self.stop_reason}){where}")
             else:                       # the last step: evaluated and saved at that step
                 if not self.history.eval or self.history.eval[-1]["step"] != self.step:
@@ -272,8 +258,8 @@ class Trainer:
         self.last_eval = metrics
         self.write(f"step {self.step}/{self.config.steps}  {self.progress.train_text()}held-out "
                    + format_metrics(scalars))
-        value = scalars.get(self.best_metric)
-        if improves(value, self.best, self.higher_is_better):
+        value = scalars.get(self.config.best_metric)
+        if improves(value, self.best, self.config.best_is_higher()):
             self.best = value
             self.save_checkpoint("best.npz")
         return metrics

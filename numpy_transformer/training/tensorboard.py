@@ -1,7 +1,8 @@
 """An optional TensorBoard event log of a training run (`train --tensorboard`).
 
     log = TensorBoardLog("runs/reverse")            # needs tensorboardX: the `tensorboard` extra
-    trainer = Trainer(model, stream, config, out="runs/reverse", callbacks=[log])
+    trainer = Trainer(model, stream, config, checkpointer=Checkpointer("runs/reverse"),
+                      callbacks=[log])
     trainer.fit()
     log.close(trainer)                              # the last rows, then the file is complete
     # tensorboard --logdir runs/reverse/tensorboard

@@ -13,7 +13,7 @@ from numpy_transformer.checkpoint.average import average_checkpoints, save_avera
 from numpy_transformer.data import encode_pairs, get_task
 from numpy_transformer.training.metrics import seq2seq_loss
 from numpy_transformer.models import TransformerConfig, build_transformer
-from numpy_transformer.training import PairStream, TrainConfig, Trainer
+from numpy_transformer.training import Checkpointer, PairStream, TrainConfig, Trainer
 
 QUICK = ["--quick", "--no-figures", "--no-progress"]
 
@@ -31,7 +31,8 @@ def copy_run(out, steps=150, lr=1e-2, seed=0):
     config = TrainConfig(steps=steps, lr=lr, warmup=10, min_lr_ratio=0.99, clip_norm=None,
                          label_smoothing=0.0, eval_every=0, checkpoint_every=5, keep_last=5,
                          seed=seed, progress=False)
-    Trainer(model, stream, config, out=out, log=None, tokenizers={"src": tok, "tgt": tok}).fit()
+    Trainer(model, stream, config, log=None,
+            checkpointer=Checkpointer(out, tokenizers={"src": tok, "tgt": tok})).fit()
     held_out = encode_pairs(task.sample(np.random.default_rng(9), 200, split="test"), tok)
     return held_out
 

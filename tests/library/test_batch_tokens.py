@@ -11,7 +11,7 @@ from doors import error, nt, ok, raises_naming
 from numpy_transformer.backend import get_backend, to_numpy
 from numpy_transformer.data import encode_pairs, get_task
 from numpy_transformer.models import TransformerConfig, build_transformer
-from numpy_transformer.training import PairStream, TrainConfig, Trainer
+from numpy_transformer.training import Checkpointer, PairStream, TrainConfig, Trainer
 from numpy_transformer.training.streams import padding_of, pair_widths, token_chunks
 
 
@@ -99,8 +99,8 @@ def recording_trainer(out, steps=8, batch_tokens=30, dropout=0.1):
     stream.next_batch = next_batch
     config = TrainConfig(steps=steps, warmup=2, eval_every=0, checkpoint_every=2, keep_last=2,
                          progress=False)
-    return Trainer(model, stream, config, out=out, log=None,
-                   tokenizers={"src": tok, "tgt": tok}), seen
+    return Trainer(model, stream, config, log=None, checkpointer=Checkpointer(
+        out, tokenizers={"src": tok, "tgt": tok})), seen
 
 
 ON_NUMPY = pytest.mark.skipif(get_backend() != "numpy", reason="data-parallel training runs "

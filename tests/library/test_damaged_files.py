@@ -18,7 +18,7 @@ from numpy_transformer.checkpoint.average import average_checkpoints
 from numpy_transformer.data import get_task
 from numpy_transformer.errors import InputError
 from numpy_transformer.models import TransformerConfig, build_transformer
-from numpy_transformer.training import PairStream, TrainConfig, Trainer
+from numpy_transformer.training import Checkpointer, PairStream, TrainConfig, Trainer
 
 MODEL = dict(d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1,
              max_len=8, dropout=0.1)
@@ -34,8 +34,8 @@ def tiny_run(out, task="copy", steps=2):
     stream = PairStream.from_task(task, tok, batch_size=4, seed=0, pool_batches=2)
     config = TrainConfig(steps=steps, lr=1e-3, warmup=1, eval_every=0,
                          checkpoint_every=steps, progress=False)
-    trainer = Trainer(model, stream, config, out=str(out), log=None,
-                      tokenizers={"src": tok, "tgt": tok}, metadata={"kind": "seq2seq"})
+    trainer = Trainer(model, stream, config, log=None, checkpointer=Checkpointer(
+        str(out), tokenizers={"src": tok, "tgt": tok}, metadata={"kind": "seq2seq"}))
     trainer.fit()
     return os.path.join(str(out), "last.npz"), trainer
 

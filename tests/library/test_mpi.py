@@ -65,16 +65,17 @@ def build(kind):
 
 def train(kind, steps, comm=None, out=None, resume=None):
     """A Trainer (a DataParallelTrainer for comm) after `steps` steps: (losses, weights)."""
-    from numpy_transformer.training import TrainConfig, Trainer
+    from numpy_transformer.training import Checkpointer, TrainConfig, Trainer
     from numpy_transformer.training.distributed import DataParallelTrainer
     model, stream = build(kind)
     config = TrainConfig(steps=steps, lr=3e-3, warmup=4, schedule="noam", clip_norm=0.1,
                          label_smoothing=0.1, eval_every=0, checkpoint_every=0, log_every=0,
                          progress=False, batch_size=stream.batch_size)
     if comm is None:
-        trainer = Trainer(model, stream, config, out=out, log=None)
+        trainer = Trainer(model, stream, config, checkpointer=Checkpointer(out), log=None)
     else:
-        trainer = DataParallelTrainer(model, stream, config, comm=comm, out=out, log=None)
+        trainer = DataParallelTrainer(model, stream, config, comm=comm,
+                                      checkpointer=Checkpointer(out), log=None)
     if resume:
         trainer.resume(resume)
     result = trainer.fit()

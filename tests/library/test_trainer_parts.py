@@ -87,16 +87,38 @@ def test_a_gradient_sync_of_ones_own_runs_once_per_step_and_can_stop_the_run():
     assert result.interrupted and result.stop_reason == "SIGTERM"
 
 
-def test_parts_are_passed_to_the_constructor_and_out_goes_with_the_default_checkpointer():
+def test_parts_are_passed_to_the_constructor_and_the_default_checkpointer_writes_nothing():
     from numpy_transformer.training import Trainer
     trainer = tiny_trainer()
     parts = dict(checkpointer=RecordingCheckpointer(), gradient_sync=OneProcess(),
                  host_sync=HostSync(every_step=False))
     made = Trainer(trainer.model, trainer.stream, trainer.config, **parts)
     assert all(getattr(made, name) is part for name, part in parts.items())
-    with raises_naming(InputError, "out", "None", "checkpointer"):
-        Trainer(trainer.model, trainer.stream, trainer.config, out="runs/x",
-                checkpointer=RecordingCheckpointer())
+    plain = Trainer(trainer.model, trainer.stream, trainer.config)
+    assert plain.out is None and plain.save_checkpoint() is None
+
+
+def test_the_best_metric_and_its_direction_are_settings_of_the_run():
+    from numpy_transformer.training import TrainConfig
+    assert not TrainConfig().best_is_higher()                             # the loss
+    assert TrainConfig(best_metric="bleu").best_is_higher()
+    assert not TrainConfig(best_metric="perplexity").best_is_higher()
+    assert not TrainConfig(best_metric="bleu", higher_is_better=False).best_is_higher()
+    with raises_naming(InputError, "best_metric", "the name of a metric"):
+        TrainConfig(best_metric="")
+    with raises_naming(InputError, "higher_is_better", "True, False or None"):
+        TrainConfig(higher_is_better="yes")
+
+
+def test_the_checkpointer_keeps_what_the_run_folder_holds_besides_the_trainer(tmp_path):
+    from numpy_transformer.checkpoint import load_checkpoint
+    trainer = tiny_trainer(out=str(tmp_path), steps=4, eval_every=0, checkpoint_every=0)
+    trainer.checkpointer.metadata = {"note": "a test"}
+    trainer.fit()
+    meta = load_checkpoint(str(tmp_path / "last.npz")).metadata
+    assert meta["note"] == "a test" and set(meta["tokenizers"]) == {"src", "tgt"}
+    assert meta["best"]["metric"] == meta["train_config"]["best_metric"] == "exact_match"
+    assert (tmp_path / "src_tokenizer.json").is_file()
 
 
 @pytest.mark.parametrize("every_step, raised_after", [(True, 6), (False, 10)])

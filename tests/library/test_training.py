@@ -14,7 +14,7 @@ from numpy_transformer.data import encode_pairs, get_task
 from numpy_transformer.training.metrics import (evaluate_lm, evaluate_seq2seq, perplexity,
                                        sequence_accuracy, token_accuracy)
 from numpy_transformer.models import TransformerConfig, build_transformer
-from numpy_transformer.training import TrainConfig, Trainer, TrainingDiverged
+from numpy_transformer.training import Checkpointer, TrainConfig, Trainer, TrainingDiverged
 from numpy_transformer.training import PairStream, TextStream
 from numpy_transformer.training import History
 
@@ -34,11 +34,12 @@ def tiny_trainer(out=None, steps=12, dropout=0.1, callbacks=(), **config):
     tok = task.tokenizer()
     held_out = encode_pairs(task.sample(np.random.default_rng(9), 20, split="test"), tok)
     stream = PairStream.from_task(task, tok, batch_size=8, seed=1, pool_batches=3)
-    settings = dict(steps=steps, warmup=2, eval_every=4, checkpoint_every=4, progress=False)
+    settings = dict(steps=steps, warmup=2, eval_every=4, checkpoint_every=4, progress=False,
+                    best_metric="exact_match")
     settings.update(config)
-    return Trainer(tiny_model(tok, dropout), stream, TrainConfig(**settings), out=out,
+    return Trainer(tiny_model(tok, dropout), stream, TrainConfig(**settings),
                    evaluate=lambda m: evaluate_seq2seq(m, held_out, max_len=7),
-                   best_metric="exact_match", tokenizers={"src": tok, "tgt": tok},
+                   checkpointer=Checkpointer(out, tokenizers={"src": tok, "tgt": tok}),
                    callbacks=callbacks, log=None)
 
 

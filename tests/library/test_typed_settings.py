@@ -79,6 +79,26 @@ def test_a_checkpoint_of_the_old_format_is_refused_naming_its_version(tmp_path):
         error(nt(*command, cwd=tmp_path), 2, *words)
 
 
+def without_best_metric(header):
+    """The header as a format-2 checkpoint wrote it before TrainConfig held the best metric."""
+    for key in ("best_metric", "higher_is_better"):
+        del header["metadata"]["train_config"][key]
+    return header
+
+
+def test_a_format_2_checkpoint_without_the_best_metric_setting_resumes_as_before(tmp_path):
+    from numpy_transformer.checkpoint import load_checkpoint
+    from test_commands import _rewrite
+    ok(nt("train", "--task", "copy", "--quick", "--steps", "4", "--no-figures",
+          "--no-progress", "--out", "r", cwd=tmp_path))
+    (tmp_path / "old").mkdir()
+    _rewrite(tmp_path / "r" / "last.npz", tmp_path / "old" / "last.npz", without_best_metric)
+    ok(nt("train", "--resume", "old/last.npz", "--steps", "6", "--no-progress", cwd=tmp_path))
+    meta = load_checkpoint(tmp_path / "old" / "last.npz").metadata
+    assert meta["step"] == 6 and meta["train_config"]["best_metric"] == "exact_match"
+    assert meta["best"]["metric"] == "exact_match"
+
+
 def test_data_errors_name_parameters_and_the_command_line_names_options(tmp_path):
     with pytest.raises(InputError, match=r"^bpe: expected a corpus"):
         seq2seq_data(DataConfig(task="copy", bpe=10))
