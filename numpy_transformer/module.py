@@ -9,9 +9,10 @@ The contract (see docs/design.md):
   gradients into `self.grads`; call `zero_grad()` once per step.
 - Child modules are plain attributes, or lists of modules; they are found by
   walking `vars(self)`, so there is nothing to register.
-- Input checks happen once, at the edge: a module used on its own checks its
-  inputs at `forward` (a clear InputError); a bigger module that checks its own
-  inputs calls `trust_parts()`, and the modules inside it skip their checks.
+- One door for input checks, as in PyTorch: calling a module, `module(x)`, runs
+  its `check_inputs(x)` (a clear InputError naming the argument), then `forward(x)`.
+  A module's parts call each other's `forward` directly: what reaches a part was
+  made by the parts before it, so it is not checked again.
 """
 
 from .backend import to_numpy, xp
@@ -19,8 +20,6 @@ from .errors import InputError
 
 
 class Module:
-    checks_inputs = True        # False for a part of a bigger module (see trust_parts)
-
     def __init__(self):
         self.params = {}
         self.grads = {}
@@ -32,7 +31,13 @@ class Module:
     def backward(self, dout):
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
+    def check_inputs(self, *inputs, **kwargs):
+        """Raise InputError/InputTypeError for bad inputs of `forward`; a module whose
+        inputs can be wrong overrides it (below its backward). Nothing to check here."""
+
     def __call__(self, *inputs, **kwargs):
+        """The door for a caller: check the inputs, then run `forward`."""
+        self.check_inputs(*inputs, **kwargs)
         return self.forward(*inputs, **kwargs)
 
     def saved_for_backward(self):
@@ -83,16 +88,6 @@ class Module:
         """Fill every gradient array with zeros, in place (arrays are never replaced)."""
         for _, _, grad in self.named_parameters():
             grad.fill(0)
-
-    def trust_parts(self):
-        """Turn off the input checks of every module inside this one (not its own), and
-        return self. For a module that checks its inputs at its entry: what reaches each
-        part is then made by the parts before it, with the right shape, so checking it
-        again on every part of every step would only repeat that one check."""
-        for _, module in self.named_modules():
-            if module is not self:
-                module.checks_inputs = False
-        return self
 
     def train(self, mode=True):
         for _, module in self.named_modules():

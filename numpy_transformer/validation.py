@@ -6,9 +6,9 @@ what was given:
 
     ValueError: x: expected last dimension 512 (d_model), got shape (2, 7, 256)
 
-They run at the edges: configurations, the models' public methods, the loss, the
-optimizers, and the `forward` of a layer used on its own. A layer inside a bigger
-module skips them (`Module.trust_parts`): the bigger module checked its input once.
+They run at the edges: configurations, the loss, the optimizers, and a module's
+`check_inputs`, which calling it runs before `forward` (`layer(x)`, `model(src, tgt)`:
+Module.__call__). A module's parts call each other's `forward`: nothing is checked twice.
 They only look at shapes and dtypes (cheap), except `check_ids`, which reads the
 ids once to find their range.
 """

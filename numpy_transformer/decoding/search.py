@@ -30,7 +30,7 @@ from .common import eval_mode, start_cache
 GREEDY_EXTRA, BEAM_EXTRA = 10, 50         # default limits: input length + these many tokens
 
 
-def _decode_steps(model, src, max_len, extra=GREEDY_EXTRA):
+def _step_limit(model, src, max_len, extra=GREEDY_EXTRA):
     """How many tokens to generate at most: max_len, default S + extra capped by the model."""
     if not hasattr(model, "encode"):
         raise InputTypeError(message("model", "an encoder-decoder Transformer", type(model).__name__))
@@ -53,7 +53,7 @@ def _src_and_steps(model, src, max_len, extra=GREEDY_EXTRA):
     check_ids reads the values of host arrays only (a device array's would need a sync)."""
     if not hasattr(src, "dtype"):
         src = id_array(src, "src")                           # lists of ids
-    steps = _decode_steps(model, src, max_len, extra)
+    steps = _step_limit(model, src, max_len, extra)
     return xp.asarray(src), steps
 
 

@@ -124,27 +124,6 @@ class MultiHeadAttentionBase(Module):
         self.attn_weights = None
         self.saved = None
 
-    def check_inputs(self, q, k, v, mask, cache):
-        """InputError/InputTypeError for mis-shaped or mismatched inputs, an array passed
-        twice checked once; the mask only without a cache (whose keys are not all in k)."""
-        D = self.d_model
-        check_float_array(q, "q", ndim=3, last_dim=D, last_dim_name="d_model")
-        for x, name in [(k, "k")] + ([(v, "v")] if v is not k else []):
-            if x is q:
-                continue
-            check_float_array(x, name, ndim=3, last_dim=D, last_dim_name="d_model")
-            if x.shape[0] != q.shape[0]:
-                raise InputError(message(name, f"batch size {q.shape[0]} (that of q)",
-                                         f"shape {tuple(x.shape)}"))
-            if x.dtype != q.dtype:
-                raise InputTypeError(message(name, f"dtype {q.dtype} (that of q)",
-                                             f"dtype {x.dtype}"))
-        if v.shape[1] != k.shape[1]:
-            raise InputError(message("v", f"length {k.shape[1]} (that of k: one value per key)",
-                                     f"shape {tuple(v.shape)}"))
-        if cache is None:
-            check_mask(mask, "mask", (q.shape[0], self.num_heads, q.shape[1], k.shape[1]))
-
     def project(self, q, k, v, cache=None):
         """Q (B, Tq, D) and K, V (B, Tk, D); with a cache, K and V of every cached key position."""
         if cache is None:
@@ -154,11 +133,7 @@ class MultiHeadAttentionBase(Module):
         return (self.w_q.forward(q), *self.keys_values(entries))
 
     def forward(self, q, k, v, mask=None, cache=None):
-        """y (B, Tq, D). cache: None (training), or this layer's AttentionCache (decoding).
-        Inputs are checked here when the layer is used on its own; inside a model, which
-        checked its own inputs (Module.trust_parts), they are not checked again."""
-        if self.checks_inputs:
-            self.check_inputs(q, k, v, mask, cache)
+        """y (B, Tq, D). cache: None (training), or this layer's AttentionCache (decoding)."""
         H = self.num_heads
         Q, K, V = self.project(q, k, v, cache)      # (B, Tq, D), (B, Tk, D), (B, Tk, D)
         qh, kh, vh = split_heads(Q, H), split_heads(K, H), split_heads(V, H)   # (B, H, T, Dh)
@@ -179,6 +154,27 @@ class MultiHeadAttentionBase(Module):
         # Qh, Kh, Vh = split_heads(project(q, k, v))
         return self.project_backward(merge_heads(dqh), merge_heads(dkh), merge_heads(dvh))
         # END SOLUTION
+
+    def check_inputs(self, q, k, v, mask=None, cache=None):
+        """InputError/InputTypeError for mis-shaped or mismatched inputs, an array passed
+        twice checked once; the mask only without a cache (whose keys are not all in k)."""
+        D = self.d_model
+        check_float_array(q, "q", ndim=3, last_dim=D, last_dim_name="d_model")
+        for x, name in [(k, "k")] + ([(v, "v")] if v is not k else []):
+            if x is q:
+                continue
+            check_float_array(x, name, ndim=3, last_dim=D, last_dim_name="d_model")
+            if x.shape[0] != q.shape[0]:
+                raise InputError(message(name, f"batch size {q.shape[0]} (that of q)",
+                                         f"shape {tuple(x.shape)}"))
+            if x.dtype != q.dtype:
+                raise InputTypeError(message(name, f"dtype {q.dtype} (that of q)",
+                                             f"dtype {x.dtype}"))
+        if v.shape[1] != k.shape[1]:
+            raise InputError(message("v", f"length {k.shape[1]} (that of k: one value per key)",
+                                     f"shape {tuple(v.shape)}"))
+        if cache is None:
+            check_mask(mask, "mask", (q.shape[0], self.num_heads, q.shape[1], k.shape[1]))
 
 
 class MultiHeadAttention(MultiHeadAttentionBase):
@@ -207,7 +203,6 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         self.w_v = Linear(D, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
-        self.trust_parts()                          # its forward checks q, k, v once
 
     # Three separate projections even when q is k is v; fusing them into one
     # (D, 3D) matmul only needs `project` and `project_backward` to change.

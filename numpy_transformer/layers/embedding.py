@@ -22,6 +22,7 @@ class Embedding(Module):
         A token that occurs twice gets both contributions. There is no gradient
         for the ids (they are integers), so backward returns None.
     Saved: ids.
+    Checks: ids (integers in [0, V)), when called (`embed(ids)`, Module.__call__).
     Init: W ~ Normal(0, 1/D), so that W * sqrt(D) has unit-variance entries (the
         amplitude of the positional encodings) and W itself is a well-scaled output
         projection when the embedding is tied to the pre-softmax linear layer.
@@ -44,12 +45,6 @@ class Embedding(Module):
         return math.sqrt(self.d_model) if self.scale else 1.0
 
     def forward(self, ids):
-        if self.checks_inputs:          # not when a part of a model that checked the ids
-            check_ids(ids, "ids", self.vocab_size)
-        return self.lookup(ids)
-
-    def lookup(self, ids):
-        """`forward` without the check of the ids, for a model that checked them already."""
         self.saved = ids = xp.asarray(ids)                # host ids (a caller's): to the device
         y = self.params["weight"][ids]                    # (B, T, D), a fresh copy
         if self.scale:
@@ -81,3 +76,6 @@ class Embedding(Module):
         self.grads["weight"][sorted_ids[starts]] += sums  # (U, D) rows of (V, D)
         return None
         # END SOLUTION
+
+    def check_inputs(self, ids):
+        check_ids(ids, "ids", self.vocab_size)

@@ -23,7 +23,8 @@ class FeedForward(Module):
         dh = linear_2.backward(dy); dh = dropout.backward(dh)
         dh = activation.backward(dh); dx = linear_1.backward(dh)
     Saved: none here; each child keeps its own.
-    Checks: x at `forward` (unless a part of a bigger module); the children trust it.
+    Checks: x, when called (`ffn(x)`, Module.__call__); forward calls its children's
+        `forward`, which trust it.
     """
 
     def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", *, rng=None):
@@ -40,11 +41,8 @@ class FeedForward(Module):
         self.activation = ReLU(inplace=True) if activation == "relu" else GELU()
         self.dropout = Dropout(dropout, rng=rng)
         self.linear_2 = Linear(d_ff, d_model, rng=rng)
-        self.trust_parts()
 
     def forward(self, x):
-        if self.checks_inputs:
-            check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
         h = self.linear_1.forward(x)                 # (B, T, F)
         h = self.activation.forward(h)               # (B, T, F)
         h = self.dropout.forward(h)                  # (B, T, F)
@@ -58,3 +56,6 @@ class FeedForward(Module):
         dh = self.activation.backward(dh)            # (B, T, F)
         return self.linear_1.backward(dh)            # (B, T, D)
         # END SOLUTION
+
+    def check_inputs(self, x):
+        check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")

@@ -64,14 +64,6 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         self.w_v_decompress = Linear(L, D, bias, rng=rng)
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
-        self.trust_parts()                          # its forward checks q, k, v once
-
-    def check_inputs(self, q, k, v, mask, cache):
-        super().check_inputs(q, k, v, mask, cache)
-        if v is not k:
-            raise InputError(message(
-                "v", "the very same array object as k (MLA derives keys and values from "
-                "one shared latent of k: call mla(q, k, k, mask))", "a different array"))
 
     def cache_entries(self, k, v):
         """What K and V are made of, all a KV cache keeps: the latent c, L numbers."""
@@ -91,3 +83,10 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         dk = self.w_kv_compress.backward(dc)                                # (B, Tk, D)
         return self.w_q.backward(dQ), dk, xp.zeros_like(dk)                 # v is k: no dv
         # END SOLUTION
+
+    def check_inputs(self, q, k, v, mask=None, cache=None):
+        super().check_inputs(q, k, v, mask, cache)
+        if v is not k:
+            raise InputError(message(
+                "v", "the very same array object as k (MLA derives keys and values from "
+                "one shared latent of k: call mla(q, k, k, mask))", "a different array"))

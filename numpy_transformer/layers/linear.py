@@ -16,8 +16,7 @@ class Linear(Module):
         dx = dy W^T        dW = x^T dy        db = sum over N of dy
     Saved: x, needed for dW.
     Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
-    Checks: x at `forward`, unless this Linear is a part of a bigger module that
-        checked its own input (Module.trust_parts).
+    Checks: x, when called (`linear(x)`, Module.__call__); a bigger module calls `forward`.
     `transposed` (TiedLinear): the parameter array holds W^T, shape (D_out, D_in),
         so its gradient is dW^T = dy^T x.
     """
@@ -43,8 +42,6 @@ class Linear(Module):
         return W.T if self.transposed else W
 
     def forward(self, x):
-        if self.checks_inputs:
-            check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
         self.saved = x
         # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
         # otherwise run one small matmul per batch row, 1.5-2.5x slower.
@@ -67,6 +64,9 @@ class Linear(Module):
             self.grads["bias"] += fast.sum(dy2, axis=0)   # (D_out,)
         return (dy2 @ self.matrix().T).reshape(x.shape)   # (..., D_in)
         # END SOLUTION
+
+    def check_inputs(self, x):
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
 
 
 class TiedLinear(Linear):

@@ -22,7 +22,7 @@ class LayerNorm(Module):
         dx_k = sum_j g_j dxhat_j/dx_k = r (g_k - mean(g) - xhat_k mean(g * xhat)).
     Saved: xhat and r = 1/sigma, all the backward needs.
     Init: gamma = 1, beta = 0 (the identity after normalizing).
-    Checks: x at `forward`, unless a part of a bigger module (Module.trust_parts).
+    Checks: x, when called (`norm(x)`, Module.__call__).
     """
 
     def __init__(self, d_model, eps=1e-5):
@@ -40,8 +40,6 @@ class LayerNorm(Module):
         self.saved = None
 
     def forward(self, x):
-        if self.checks_inputs:
-            check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
         mu = fast.mean(x, axis=-1, keepdims=True)                 # (..., 1)
         xc = x - mu                                               # (..., D) centred
         var = fast.mean(xc**2, axis=-1, keepdims=True)            # (..., 1) biased variance
@@ -69,3 +67,6 @@ class LayerNorm(Module):
         dx *= r
         return dx                                 # r (g - mean(g) - xhat mean(g xhat))
         # END SOLUTION
+
+    def check_inputs(self, x):
+        check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")

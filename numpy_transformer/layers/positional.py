@@ -39,8 +39,8 @@ class PositionalEncoding(Module):
         earlier ones): y = Dropout(x + PE[offset : offset + T]), needs offset + T <= max_len.
     Backward: the table is a constant (not a parameter), so dx = Dropout backward of dy.
     Saved: none here; the child `dropout` keeps its mask.
-    Checks: x and its length at `forward`, unless a part of a bigger module (the
-        model then checks the lengths at its entry).
+    Checks: x and its length, when called (`pos(x)`, Module.__call__); a model checks
+        the lengths of its ids at its own entry.
     """
 
     def __init__(self, d_model, max_len=5000, dropout=0.0, *, rng=None):
@@ -53,9 +53,6 @@ class PositionalEncoding(Module):
         self.dropout = Dropout(dropout, rng=rng)
 
     def forward(self, x, offset=0):
-        if self.checks_inputs:
-            check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
-            check_length(x, "x", self.max_len, offset)
         T = x.shape[1]
         pe = self.pe[offset:offset + T].astype(x.dtype, copy=False)   # (T, D)
         return self.dropout.forward(x + pe)                           # (B, T, D)
@@ -65,3 +62,7 @@ class PositionalEncoding(Module):
         # HINT: PE is a constant: only the dropout after the sum has a backward
         return self.dropout.backward(dy)                              # (B, T, D)
         # END SOLUTION
+
+    def check_inputs(self, x, offset=0):
+        check_float_array(x, "x", ndim=3, last_dim=self.d_model, last_dim_name="d_model")
+        check_length(x, "x", self.max_len, offset)

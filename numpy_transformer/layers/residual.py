@@ -1,13 +1,13 @@
 """Residual connection around a sublayer, with layer norm after (paper) or before."""
 
-from ..validation import check_float_array, check_unit_interval
+from ..validation import check_unit_interval
 from ..module import Module
 from .dropout import Dropout
 from .normalization import LayerNorm
 
 
 class SublayerConnection(Module):
-    """Wraps a sublayer f (attention or feed-forward) in a residual connection:
+    """The residual connection around a sublayer f (attention or feed-forward):
 
         post-norm (norm_first=False, the paper):  y = LayerNorm(x + Dropout(f(x)))
         pre-norm  (norm_first=True):              y = x + Dropout(f(LayerNorm(x)))
@@ -15,21 +15,22 @@ class SublayerConnection(Module):
     Pre-norm leaves the residual path untouched, which makes deep stacks train
     without warm-up; it then needs a final LayerNorm after the last block.
 
-    The wrapped module is not a child: it belongs to the block that owns both,
-    and is passed in as callables:
-        forward(x, sublayer)             sublayer: h -> f(h), runs the module's forward
-        backward(dy, sublayer_backward)  sublayer_backward: df -> dh, runs its backward
-                                         and returns the gradient w.r.t. its input h;
-                                         or df -> (dh, *more) when the sublayer also read
-                                         other inputs (cross-attention: the memory), whose
-                                         gradients `backward` then returns: (dx, *more)
+    The sublayer is not a child: it belongs to the block, which calls it between
+    the two halves of the connection, and their backwards in reverse:
 
-    Shapes: x, f(h), y all (B, T, D).
-    Backward: x feeds two paths, the identity and the sublayer, so their gradients add:
-        post-norm: dz = norm.backward(dy);  dx = dz + sublayer_backward(dropout.backward(dz))
-        pre-norm:  dx = dy + norm.backward(sublayer_backward(dropout.backward(dy)))
-    Saved: none here; norm, dropout and the sublayer keep their own.
-    Checks: x at `forward` (unless a part of a bigger module); the norm inside trusts it.
+        h = enter(x)            the sublayer's input: LayerNorm(x) (pre-norm) or x
+        f = sublayer(h)         (the block's call)
+        y = exit(x, f)          x + Dropout(f), then LayerNorm (post-norm)
+
+        dx, df = exit_backward(dy)     dx: the gradient of x through the identity path
+        dh = sublayer backward of df   (the block's call)
+        dx = dx + enter_backward(dh)   x fed two paths, the identity and the sublayer: add
+
+    Shapes: x, h, f, y all (B, T, D).
+    Backward, with z = x + Dropout(f):
+        post-norm: dz = norm.backward(dy);  dx = dz + dh        df = dropout.backward(dz)
+        pre-norm:  dz = dy;                 dx = dz + norm.backward(dh)
+    Saved: none here; norm and dropout keep their own.
     """
 
     def __init__(self, d_model, dropout=0.0, norm_first=False, *, rng=None):
@@ -38,32 +39,21 @@ class SublayerConnection(Module):
         self.d_model, self.norm_first = d_model, bool(norm_first)
         self.norm = LayerNorm(d_model)
         self.dropout = Dropout(dropout, rng=rng)
-        self.trust_parts()
 
-    def forward(self, x, sublayer):
-        if self.checks_inputs:
-            check_float_array(x, "x", last_dim=self.d_model, last_dim_name="d_model")
-        if self.norm_first:
-            h = self.norm.forward(x)                              # (B, T, D)
-            return x + self.dropout.forward(sublayer(h))          # (B, T, D)
-        z = x + self.dropout.forward(sublayer(x))                 # (B, T, D)
-        return self.norm.forward(z)                               # (B, T, D)
+    def enter(self, x):
+        """h, the sublayer's input: LayerNorm(x) (pre-norm) or x itself (post-norm)."""
+        return self.norm.forward(x) if self.norm_first else x             # (B, T, D)
 
-    def backward(self, dy, sublayer_backward):
-        if self.norm_first:
-            # y = x + Dropout(f(LayerNorm(x)))
-            dh, more = split(sublayer_backward(self.dropout.backward(dy)))    # (B, T, D)
-            dx = dy + self.norm.backward(dh)                                  # (B, T, D)
-        else:
-            # y = LayerNorm(z), z = x + Dropout(f(x))
-            dz = self.norm.backward(dy)                                       # (B, T, D)
-            dh, more = split(sublayer_backward(self.dropout.backward(dz)))    # (B, T, D)
-            dx = dz + dh                                                      # (B, T, D)
-        return (dx, *more) if more else dx
+    def exit(self, x, f):
+        """y from x and the sublayer's output f: x + Dropout(f), normalised when post-norm."""
+        z = x + self.dropout.forward(f)                                   # (B, T, D)
+        return z if self.norm_first else self.norm.forward(z)             # (B, T, D)
 
+    def exit_backward(self, dy):
+        """(dx, df): the gradient of x through the identity path, and of f."""
+        dz = dy if self.norm_first else self.norm.backward(dy)            # (B, T, D)
+        return dz, self.dropout.backward(dz)                              # (B, T, D) each
 
-def split(grads):
-    """(dh, [more...]) from what a sublayer's backward returned: dh alone, or (dh, *more)."""
-    if isinstance(grads, tuple):
-        return grads[0], list(grads[1:])
-    return grads, []
+    def enter_backward(self, dh):
+        """The gradient of x through the sublayer's path, from that of h."""
+        return self.norm.backward(dh) if self.norm_first else dh          # (B, T, D)

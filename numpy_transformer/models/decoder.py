@@ -5,7 +5,7 @@ from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..kv_cache import layer_cache
 from ..module import Module
-from .sublayers import make_attention, self_attention_backward
+from .sublayers import make_attention
 
 
 class DecoderBlock(Module):
@@ -15,9 +15,11 @@ class DecoderBlock(Module):
         x = Sublayer_1(x, CrossAttention(h, memory, memory, src_mask))
         x = Sublayer_2(x, FeedForward(h))
 
-    Backward, in reverse: the feed-forward sublayer; the cross-attention
-    sublayer, whose key and value gradients (dk + dv) are the gradient of the
-    encoder output `memory`; the self-attention sublayer (dq + dk + dv).
+    Each sublayer runs as h = enter(x), the sublayer of h, exit(x, its output)
+    (layers/residual.py). Backward, the same calls in reverse: the feed-forward
+    sublayer; the cross-attention sublayer, whose key and value gradients
+    (dk + dv) are the gradient of the encoder output `memory`; the self-attention
+    sublayer (dq + dk + dv). x fed each sublayer and its identity path: they add.
     Shapes: x (B, T, D), memory (B, S, D), tgt_mask -> (B, H, T, T), src_mask -> (B, H, T, S).
     cache: None (training), or the block's entry of a KVCache (decoding): x holds the new
     positions only; the self-attention cache grows by them, the cross-attention cache
@@ -34,31 +36,33 @@ class DecoderBlock(Module):
                           for _ in range(3)]
 
     def forward(self, x, memory, src_mask=None, tgt_mask=None, cache=None):
-        self_attn, cross_attn = self.self_attn, self.cross_attn
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"],
                                                                       cache["cross"])
-        x = self.sublayers[0].forward(
-            x, lambda h: self_attn.forward(h, h, h, tgt_mask, self_cache))          # (B, T, D)
-        x = self.sublayers[1].forward(
-            x, lambda h: cross_attn.forward(h, memory, memory, src_mask, cross_cache))  # (B, T, D)
-        return self.sublayers[2].forward(x, self.feed_forward.forward)           # (B, T, D)
+        h = self.sublayers[0].enter(x)                                           # (B, T, D)
+        a = self.self_attn.forward(h, h, h, tgt_mask, self_cache)                # (B, T, D)
+        x = self.sublayers[0].exit(x, a)                                         # (B, T, D)
+        h = self.sublayers[1].enter(x)                                           # (B, T, D)
+        c = self.cross_attn.forward(h, memory, memory, src_mask, cross_cache)    # (B, T, D)
+        x = self.sublayers[1].exit(x, c)                                         # (B, T, D)
+        h = self.sublayers[2].enter(x)                                           # (B, T, D)
+        f = self.feed_forward.forward(h)                                         # (B, T, D)
+        return self.sublayers[2].exit(x, f)                                      # (B, T, D)
 
     def backward(self, dout):
         """Returns (dx (B, T, D), dmemory (B, S, D))."""
         # BEGIN SOLUTION decoder_stack
-        # HINT: the sublayers in reverse; the cross-attention sublayer also gives dmemory
-        d = self.sublayers[2].backward(dout, self.feed_forward.backward)        # (B, T, D)
-        d, dmemory = self.sublayers[1].backward(d, self.cross_attention_backward)
-        d = self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
-        return d, dmemory
-        # END SOLUTION
-
-    def cross_attention_backward(self, dy):
-        """(dh, dmemory): h was the query; memory was both the keys and the values."""
-        # BEGIN SOLUTION decoder_stack
-        # HINT: memory fed both k and v of the cross-attention, so its gradient is a sum
-        dq, dk, dv = self.cross_attn.backward(dy)
-        return dq, dk + dv                                                       # (B, S, D)
+        # HINT: forward's calls in reverse; memory was read as the cross-attention's k and v
+        dx, df = self.sublayers[2].exit_backward(dout)                           # (B, T, D)
+        dh = self.feed_forward.backward(df)                                      # (B, T, D)
+        dx = dx + self.sublayers[2].enter_backward(dh)                           # (B, T, D)
+        dx, dc = self.sublayers[1].exit_backward(dx)                             # (B, T, D)
+        dq, dk, dv = self.cross_attn.backward(dc)                                # dk, dv (B, S, D)
+        dmemory = dk + dv                                                        # memory was k, v
+        dx = dx + self.sublayers[1].enter_backward(dq)                           # h was q
+        dx, da = self.sublayers[0].exit_backward(dx)                             # (B, T, D)
+        dq, dk, dv = self.self_attn.backward(da)                                 # (B, T, D) each
+        dh = dq + dk + dv                                                        # h was q, k, v
+        return dx + self.sublayers[0].enter_backward(dh), dmemory
         # END SOLUTION
 
 

@@ -5,7 +5,7 @@ from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..kv_cache import layer_cache
 from ..module import Module
-from .sublayers import make_attention, self_attention_backward
+from .sublayers import make_attention
 
 
 class EncoderBlock(Module):
@@ -15,9 +15,10 @@ class EncoderBlock(Module):
         x = Sublayer_1(x, FeedForward(h))
 
     where Sublayer(x, f) is LayerNorm(x + Dropout(f(x))) (post-norm, the paper)
-    or x + Dropout(f(LayerNorm(x))) (pre-norm).
-    Backward: the two sublayers in reverse order; self-attention's input h fed
-    q, k and v, so its gradient is dq + dk + dv.
+    or x + Dropout(f(LayerNorm(x))) (pre-norm), run as h = enter(x), then the
+    sublayer f of h, then exit(x, f) (layers/residual.py).
+    Backward: the same calls in reverse order; x fed the identity path and the
+    sublayer, and self-attention's input h fed q, k and v, so its gradient is dq + dk + dv.
     Shapes: x (B, S, D), src_mask broadcastable to (B, H, S, S).
     cache: None (training), or the block's entry of a KVCache (decoder-only models
     decoding): x holds the new positions only, the self-attention's cache their keys.
@@ -32,17 +33,24 @@ class EncoderBlock(Module):
                           for _ in range(2)]
 
     def forward(self, x, mask=None, cache=None):
-        attn, ff = self.self_attn, self.feed_forward
         self_cache = None if cache is None else cache["self"]
-        x = self.sublayers[0].forward(
-            x, lambda h: attn.forward(h, h, h, mask, self_cache))                # (B, S, D)
-        return self.sublayers[1].forward(x, ff.forward)                          # (B, S, D)
+        h = self.sublayers[0].enter(x)                                           # (B, S, D)
+        a = self.self_attn.forward(h, h, h, mask, self_cache)                    # (B, S, D)
+        x = self.sublayers[0].exit(x, a)                                         # (B, S, D)
+        h = self.sublayers[1].enter(x)                                           # (B, S, D)
+        f = self.feed_forward.forward(h)                                         # (B, S, D)
+        return self.sublayers[1].exit(x, f)                                      # (B, S, D)
 
     def backward(self, dout):
         # BEGIN SOLUTION encoder_stack
-        # HINT: the sublayers in reverse order; self-attention read h as q, k and v (sublayers.py)
-        d = self.sublayers[1].backward(dout, self.feed_forward.backward)         # (B, S, D)
-        return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))
+        # HINT: forward's calls in reverse order; self-attention read h as q, k and v
+        dx, df = self.sublayers[1].exit_backward(dout)                           # (B, S, D)
+        dh = self.feed_forward.backward(df)                                      # (B, S, D)
+        dx = dx + self.sublayers[1].enter_backward(dh)                           # (B, S, D)
+        dx, da = self.sublayers[0].exit_backward(dx)                             # (B, S, D)
+        dq, dk, dv = self.self_attn.backward(da)                                 # (B, S, D) each
+        dh = dq + dk + dv                                                        # h was q, k, v
+        return dx + self.sublayers[0].enter_backward(dh)                         # (B, S, D)
         # END SOLUTION
 
 

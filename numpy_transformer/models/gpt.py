@@ -39,7 +39,9 @@ class GPT(Module):
         `layers` and `norm`, which GPT has alike), positional dropout, embedding (the
         tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
-    Decoding with a KV cache runs the same `forward`, given `cache=` (see `forward`).
+    Checks: ids (values, lengths) and mask, when called (`model(ids)`: `check_inputs`,
+        then `forward`); the parts inside trust them. Decoding with a KV cache runs the
+        same `forward`, given `cache=` (see `forward`); `sample` checks its prompt once.
     Saved: the logits' shape, to check `backward`'s input; every child keeps its own.
     Children: embed, pos, layers (list of EncoderBlock), norm (pre-norm only),
         output_projection.
@@ -61,7 +63,6 @@ class GPT(Module):
             self.output_projection = Linear(c.d_model, c.vocab_size, rng=rng)
         xavier_uniform_(self, rng)
         self.saved = None
-        self.trust_parts()                  # checked once, at forward
 
     def forward(self, ids, mask=None, cache=None):
         """Logits (B, T, V); mask None means causal (1, 1, T, T).
@@ -73,14 +74,11 @@ class GPT(Module):
         and cache.length grows by T. Feed the whole prompt once, then one token per
         step: the logits equal `forward` on the whole sequence.
         """
-        check_ids(ids, "ids", self.config.vocab_size, ndim=2)
         past, T = (0 if cache is None else cache.length), ids.shape[1]
-        check_length(ids, "ids", self.config.max_len, past)
-        check_mask(mask, "mask", (ids.shape[0], self.config.num_heads, T, past + T))
         if mask is None:
             mask = make_causal_mask(T) if cache is None else incremental_causal_mask(past, T)
         ids = xp.asarray(ids)                          # a caller's host ids: to the device
-        x = self.pos.forward(self.embed.lookup(ids), past)                   # (B, T, D)
+        x = self.pos.forward(self.embed.forward(ids), past)                  # (B, T, D)
         x = Encoder.forward(self, x, mask, cache)     # blocks, final norm: an Encoder's
         logits = self.output_projection.forward(x)                           # (B, T, V)
         if cache is not None:
@@ -95,3 +93,9 @@ class GPT(Module):
         dx = Encoder.backward(self, dx)          # final norm, blocks in reverse: an Encoder's
         self.embed.backward(self.pos.backward(dx))
         return None
+
+    def check_inputs(self, ids, mask=None, cache=None):
+        check_ids(ids, "ids", self.config.vocab_size, ndim=2)
+        past, T = (0 if cache is None else cache.length), ids.shape[1]         # ids (B, T)
+        check_length(ids, "ids", self.config.max_len, past)
+        check_mask(mask, "mask", (ids.shape[0], self.config.num_heads, T, past + T))

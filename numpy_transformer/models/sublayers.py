@@ -1,4 +1,4 @@
-"""The attention sublayers of the blocks: which attention to build, and self-attention's backward."""
+"""The attention sublayers of the blocks: which attention to build."""
 
 from ..validation import check_choice
 from ..layers.attention import MultiHeadAttention
@@ -13,11 +13,3 @@ def make_attention(kind, d_model, num_heads, dropout, latent_dim, rng):
         return MultiHeadAttention(d_model, num_heads, dropout, rng=rng)
     return MultiHeadLatentAttention(d_model, num_heads, latent_dim, dropout, rng=rng)
 
-
-def self_attention_backward(attn):
-    """The `sublayer_backward` of self-attention: q, k and v were all the same h,
-    so the gradient of h is the sum of the three (dv is zero for MLA)."""
-    def backward(dy):
-        dq, dk, dv = attn.backward(dy)
-        return dq + dk + dv
-    return backward

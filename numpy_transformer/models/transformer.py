@@ -52,8 +52,9 @@ class Transformer(Module):
     Backward runs the same path in reverse: projection, decoder (which also
     returns d memory, summed over its blocks' cross-attentions), target
     embedding; then encoder and source embedding from d memory.
-    Inputs (ids, lengths, memory, masks) are checked once, at each public method (forward,
-    encode, decode); the private `_encode` / `_decode` and every part inside trust them.
+    Inputs (ids, lengths, masks) are checked once, where they enter: `model(src, tgt_in)`
+    runs `check_inputs` then `forward`; `encode` and `decode`, the entry points of
+    decoding, check theirs. Inside, the parts call each other's `forward` and trust them.
     Decoding with a KV cache runs the same `decode`, given `cache=` (see `decode`).
     Weight sharing (section 3.4): tie_embeddings gives the output projection the target
     embedding's matrix, W_out = E_tgt^T; share_embeddings (one joint vocabulary) also makes
@@ -82,7 +83,6 @@ class Transformer(Module):
             self.output_projection = Linear(c.d_model, c.tgt_vocab_size, rng=rng)
         xavier_uniform_(self, rng)
         self.saved = None
-        self.trust_parts()                  # checked once, at the public methods below
 
     def check_src(self, src, src_mask):
         c = self.config
@@ -104,12 +104,9 @@ class Transformer(Module):
         check_mask(tgt_mask, "tgt_mask", (B, c.num_heads, T, past + T))
 
     def encode(self, src, src_mask=None):
-        """src (B, S) ids -> memory (B, S, D)."""
+        """src (B, S) ids -> memory (B, S, D); the inputs checked (an entry point)."""
         self.check_src(src, src_mask)
-        return self._encode(src, src_mask)
-
-    def _encode(self, src, src_mask):
-        x = self.src_pos.forward(self.src_embed.lookup(src))                  # (B, S, D)
+        x = self.src_pos.forward(self.src_embed.forward(src))                 # (B, S, D)
         return self.encoder.forward(x, src_mask)                              # (B, S, D)
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None, cache=None):
@@ -121,18 +118,16 @@ class Transformer(Module):
         table, attend (causally when tgt_mask is None) to every earlier position through
         the cached keys/values, and cache.length grows by T. Feeding a sequence in one
         call or token by token gives the same outputs as `decode` on all of it.
+        The inputs are checked (an entry point: decoding calls it at every step).
         """
         check_float_array(memory, "memory", ndim=3, last_dim=self.config.d_model,
                           last_dim_name="d_model")
         past = 0 if cache is None else cache.length
         self.check_tgt(tgt, *memory.shape[:2], src_mask, tgt_mask, past=past)
-        return self._decode(memory, src_mask, tgt, tgt_mask, cache)
-
-    def _decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
-        past, T = (0 if cache is None else cache.length), tgt.shape[1]
+        T = tgt.shape[1]
         if cache is not None and tgt_mask is None:
             tgt_mask = incremental_causal_mask(past, T)                       # (1, 1, T, past + T)
-        y = self.tgt_pos.forward(self.tgt_embed.lookup(tgt), past)            # (B, T, D)
+        y = self.tgt_pos.forward(self.tgt_embed.forward(tgt), past)           # (B, T, D)
         y = self.decoder.forward(y, memory, src_mask, tgt_mask, cache)        # (B, T, D)
         if cache is not None:
             cache.length = past + T
@@ -148,15 +143,16 @@ class Transformer(Module):
         When a mask is None it is built from the ids: src_mask hides source
         padding, tgt_mask is causal and hides target padding.
         """
-        self.check_src(src, src_mask)
-        self.check_tgt(tgt_in, *src.shape, src_mask, tgt_mask, "tgt_in")
         src, tgt_in = xp.asarray(src), xp.asarray(tgt_in)      # a caller's host ids: to the device
         if src_mask is None:
             src_mask = make_padding_mask(src, self.config.pad_id)             # (B, 1, 1, S)
         if tgt_mask is None:
             tgt_mask = make_decoder_mask(tgt_in, self.config.pad_id)          # (B, 1, T, T)
-        memory = self._encode(src, src_mask)                                  # (B, S, D)
-        logits = self.project(self._decode(memory, src_mask, tgt_in, tgt_mask))  # (B, T, V)
+        x = self.src_pos.forward(self.src_embed.forward(src))                 # (B, S, D)
+        memory = self.encoder.forward(x, src_mask)                            # (B, S, D)
+        y = self.tgt_pos.forward(self.tgt_embed.forward(tgt_in))              # (B, T, D)
+        y = self.decoder.forward(y, memory, src_mask, tgt_mask)               # (B, T, D)
+        logits = self.output_projection.forward(y)                            # (B, T, V)
         self.saved = tuple(logits.shape)
         return logits
 
@@ -169,6 +165,10 @@ class Transformer(Module):
         dx = self.encoder.backward(dmemory)                                   # (B, S, D)
         self.src_embed.backward(self.src_pos.backward(dx))
         return None
+
+    def check_inputs(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        self.check_src(src, src_mask)
+        self.check_tgt(tgt_in, *src.shape, src_mask, tgt_mask, "tgt_in")
 
 
 def build_transformer(config=None, **overrides):

@@ -153,7 +153,7 @@ def test_bad_inputs_raise_clear_errors(float64, rng, case):
     make_args, error, words = BAD_INPUTS[case]
     mha = make_mha(rng)
     with raises_naming(error, *words):
-        mha.forward(*make_args(*inputs(rng)))
+        mha(*make_args(*inputs(rng)))
 
 
 def test_bad_construction_raises():
@@ -167,29 +167,29 @@ def test_bad_construction_raises():
 
 @pytest.mark.parametrize("attention", ["mha", "mla"])
 def test_inputs_are_checked_once_at_the_entry(rng, monkeypatch, attention):
-    """On its own, attention checks q, k, v and the mask once (its Linears trust them);
-    inside a model, which checked its own inputs, it checks nothing again, and the model
-    names a bad mask itself."""
+    """Called on its own, attention checks q, k, v and the mask once (its Linears' forward
+    trusts them); inside a model, which checked its own inputs, its forward checks nothing
+    again, and the model names a bad mask itself."""
     from numpy_transformer.models import GPT, GPTConfig, TransformerConfig, build_transformer
     calls, check = [], MultiHeadAttentionBase.check_inputs
     monkeypatch.setattr(MultiHeadAttentionBase, "check_inputs",
                         lambda self, *args: calls.append(1) or check(self, *args))
     mha = make_mha(rng)
-    mha.forward(*inputs(rng))
-    assert calls == [1] and not any(m.checks_inputs for name, m in mha.named_modules() if name)
+    mha(*inputs(rng))
+    assert calls == [1]
     sizes = dict(d_model=8, num_heads=2, d_ff=12, max_len=8, attention=attention)
     model = build_transformer(TransformerConfig(11, 11, num_encoder_layers=1,
                                                 num_decoder_layers=1, **sizes))
     lm = GPT(GPTConfig(11, num_layers=1, **sizes))
     src = xp.asarray(rng.integers(1, 11, (2, 5)))
     calls.clear()
-    model.forward(src, src[:, :4])
-    lm.forward(src)
+    model(src, src[:, :4])
+    lm(src)
     assert calls == []
     with raises_naming(ValueError, "tgt_mask", "(2, 2, 4, 4)"):
-        model.forward(src, src[:, :4], tgt_mask=xp.ones((1, 1, 4, 5), bool))
+        model(src, src[:, :4], tgt_mask=xp.ones((1, 1, 4, 5), bool))
     with raises_naming(ValueError, "mask", "(2, 2, 5, 5)"):
-        lm.forward(src, xp.ones((2, 1, 1, 4), bool))
+        lm(src, xp.ones((2, 1, 1, 4), bool))
 
 
 def torch_mha(mha, q, k, v, mask, dout):

@@ -2,6 +2,8 @@
 
 Each row is (what, call, error type, words the message must contain). The message format
 lives in one place, `numpy_transformer.validation.message`: "NAME: expected WHAT, got VALUE".
+Layers and models are called as a user calls them, `layer(x)`: Module.__call__ runs their
+`check_inputs`, then `forward`.
 The command line's bad inputs are in tests/test_cli.py.
 """
 
@@ -33,18 +35,18 @@ def config(**overrides):
 
 CASES = [
     # Layers: rank, last dimension, dtype, ids, masks, lengths, sizes.
-    ("linear: wrong last dim", lambda: Linear(4, 5).forward(x), ValueError, ["x", "4", "(2, 3, 8)"]),
-    ("linear: int input", lambda: Linear(3, 5).forward(ids), TypeError, ["x", "floating", "int64"]),
-    ("embedding: id out of range", lambda: Embedding(5, 8).forward(ids + 5), ValueError,
+    ("linear: wrong last dim", lambda: Linear(4, 5)(x), ValueError, ["x", "4", "(2, 3, 8)"]),
+    ("linear: int input", lambda: Linear(3, 5)(ids), TypeError, ["x", "floating", "int64"]),
+    ("embedding: id out of range", lambda: Embedding(5, 8)(ids + 5), ValueError,
      ["ids", "[0, 5)"]),
-    ("embedding: negative id", lambda: Embedding(5, 8).forward(-ids), ValueError, ["ids", "-"]),
-    ("embedding: float ids", lambda: Embedding(5, 8).forward(x), TypeError, ["ids", "float32"]),
+    ("embedding: negative id", lambda: Embedding(5, 8)(-ids), ValueError, ["ids", "-"]),
+    ("embedding: float ids", lambda: Embedding(5, 8)(x), TypeError, ["ids", "float32"]),
     ("embedding: zero vocab", lambda: Embedding(0, 8), ValueError, ["vocab_size", "0"]),
-    ("positional: longer than max_len", lambda: PositionalEncoding(8, max_len=2).forward(x),
+    ("positional: longer than max_len", lambda: PositionalEncoding(8, max_len=2)(x),
      ValueError, ["max_len=2", "3"]),
-    ("positional: wrong last dim", lambda: PositionalEncoding(6).forward(x), ValueError,
+    ("positional: wrong last dim", lambda: PositionalEncoding(6)(x), ValueError,
      ["x", "6", "(2, 3, 8)"]),
-    ("layernorm: wrong last dim", lambda: LayerNorm(5).forward(x), ValueError, ["x", "5"]),
+    ("layernorm: wrong last dim", lambda: LayerNorm(5)(x), ValueError, ["x", "5"]),
     ("dropout: p = 1", lambda: Dropout(1.0), ValueError, ["p", "[0, 1)", "1.0"]),
     ("dropout: p < 0", lambda: Dropout(-0.1), ValueError, ["p", "-0.1"]),
     ("feedforward: unknown activation", lambda: FeedForward(8, 16, activation="tanh"),
@@ -52,18 +54,18 @@ CASES = [
     ("feedforward: dropout 1.5", lambda: FeedForward(8, 16, dropout=1.5), ValueError,
      ["dropout", "1.5"]),
     ("mha: heads do not divide", lambda: MultiHeadAttention(10, 4), ValueError, ["10", "4"]),
-    ("mha: rank 2 query", lambda: mha.forward(x[0], x, x), ValueError, ["q", "3", "(3, 8)"]),
-    ("mha: wrong last dim", lambda: mha.forward(x[..., :4], x, x), ValueError, ["q", "8"]),
-    ("mha: batch mismatch", lambda: mha.forward(x, x[:1], x[:1]), ValueError, ["k", "2", "1"]),
-    ("mha: k and v lengths differ", lambda: mha.forward(x, x, x[:, :2]), ValueError, ["v", "3"]),
-    ("mha: float mask", lambda: mha.forward(x, x, x, np.ones((1, 1, 3, 3))), TypeError,
+    ("mha: rank 2 query", lambda: mha(x[0], x, x), ValueError, ["q", "3", "(3, 8)"]),
+    ("mha: wrong last dim", lambda: mha(x[..., :4], x, x), ValueError, ["q", "8"]),
+    ("mha: batch mismatch", lambda: mha(x, x[:1], x[:1]), ValueError, ["k", "2", "1"]),
+    ("mha: k and v lengths differ", lambda: mha(x, x, x[:, :2]), ValueError, ["v", "3"]),
+    ("mha: float mask", lambda: mha(x, x, x, np.ones((1, 1, 3, 3))), TypeError,
      ["mask", "bool", "float64"]),
-    ("mha: mis-shaped mask", lambda: mha.forward(x, x, x, np.ones((1, 1, 2, 3), bool)),
+    ("mha: mis-shaped mask", lambda: mha(x, x, x, np.ones((1, 1, 2, 3), bool)),
      ValueError, ["mask", "(1, 1, 2, 3)"]),
     ("mha: dropout 1", lambda: MultiHeadAttention(8, 2, dropout=1.0), ValueError, ["dropout"]),
     ("mla: latent_dim 0", lambda: MultiHeadLatentAttention(8, 2, latent_dim=0), ValueError,
      ["latent_dim", "0"]),
-    ("mla: v is not k", lambda: mla.forward(x, x, x.copy()), ValueError, ["v", "k"]),
+    ("mla: v is not k", lambda: mla(x, x, x.copy()), ValueError, ["v", "k"]),
     ("masks: float ids", lambda: make_padding_mask(x[..., 0], 0), TypeError, ["ids", "float"]),
     ("masks: causal of 0", lambda: make_causal_mask(0), ValueError, ["T", "0"]),
     # Models.
@@ -74,13 +76,13 @@ CASES = [
     ("config: dropout 1", lambda: config(dropout=1.0), ValueError, ["dropout", "1.0"]),
     ("config: unknown attention", lambda: config(attention="linear"), ValueError,
      ["attention", "linear"]),
-    ("model: source id too big", lambda: model.forward(ids + 10, ids), ValueError,
+    ("model: source id too big", lambda: model(ids + 10, ids), ValueError,
      ["src", "[0, 10)"]),
-    ("model: float target", lambda: model.forward(ids, x[..., 0]), TypeError, ["tgt_in"]),
-    ("model: 1-D source", lambda: model.forward(ids[0], ids), ValueError, ["src", "2"]),
-    ("model: over max_len", lambda: model.forward(rng.integers(1, 10, (2, 7)), ids), ValueError,
+    ("model: float target", lambda: model(ids, x[..., 0]), TypeError, ["tgt_in"]),
+    ("model: 1-D source", lambda: model(ids[0], ids), ValueError, ["src", "2"]),
+    ("model: over max_len", lambda: model(rng.integers(1, 10, (2, 7)), ids), ValueError,
      ["max_len=6", "7"]),
-    ("model: zero-length source", lambda: model.forward(ids[:, :0], ids), ValueError, ["src"]),
+    ("model: zero-length source", lambda: model(ids[:, :0], ids), ValueError, ["src"]),
     # Loss.
     ("loss: float targets", lambda: CrossEntropyLoss().forward(x, x[..., 0]), TypeError,
      ["targets", "float32"]),

@@ -1,8 +1,9 @@
 """Checks at the edges: an input is checked once, where it enters, never again inside.
 
-A layer used on its own checks its input at `forward`; a bigger module that checks
-its own input calls `trust_parts()`, and its parts skip their checks. These tests
-count the calls of validation.py's check functions, wherever a module imported them.
+One door, as PyTorch's `__call__`: calling a module, `layer(x)`, runs its `check_inputs`,
+then its `forward`; a module's parts call each other's `forward`, which checks nothing.
+These tests count the calls of validation.py's check functions, wherever a module
+imported them.
 """
 
 import collections
@@ -17,8 +18,9 @@ from numpy_transformer import validation
 from numpy_transformer.backend import to_numpy
 from numpy_transformer.errors import InputError
 from numpy_transformer.layers import FeedForward, LayerNorm, Linear, PositionalEncoding
-from numpy_transformer.layers.residual import SublayerConnection
 from numpy_transformer.masks import make_decoder_mask
+from numpy_transformer.models import EncoderBlock
+from numpy_transformer.module import Module
 
 from doors import raises_naming
 
@@ -46,27 +48,35 @@ def checks(monkeypatch):
     return counts
 
 
-def test_trust_parts_marks_every_module_inside_not_itself(rng):
-    ff = FeedForward(4, 6, rng=rng)
-    assert ff.checks_inputs
-    assert not any(m.checks_inputs for name, m in ff.named_modules() if name)
-    lonely = Linear(4, 6, rng=rng)
-    assert lonely.checks_inputs and lonely.trust_parts() is lonely and lonely.checks_inputs
+def test_calling_a_module_checks_its_inputs_then_runs_forward():
+    class Twice(Module):
+        def forward(self, x, scale=1):
+            calls.append(("forward", x, scale))
+            return 2 * x * scale
+
+        def check_inputs(self, x, scale=1):
+            calls.append(("check_inputs", x, scale))
+
+    calls = []
+    assert Twice()(3, scale=5) == 30
+    assert calls == [("check_inputs", 3, 5), ("forward", 3, 5)]
+    assert Module().check_inputs(1, 2, mask=None) is None     # nothing to check by default
 
 
 def test_feedforward_checks_x_once(rng, checks):
     ff = FeedForward(4, 6, rng=rng)
     checks.clear()                                      # the constructor's checks of its sizes
-    ff.forward(rng.normal(size=(2, 3, 4)))
+    ff(rng.normal(size=(2, 3, 4)))
     assert checks == {("check_float_array", "layers/feedforward.py"): 1}
 
 
-def test_sublayer_connection_checks_x_once(rng, checks):
+def test_a_block_checks_nothing_inside(rng, checks):
+    """A block has no inputs of its own to check: its parts' forward trust x."""
     for norm_first in (False, True):
-        sub = SublayerConnection(4, norm_first=norm_first)
+        block = EncoderBlock(4, 2, 6, norm_first=norm_first, rng=rng)
         checks.clear()
-        sub.forward(rng.normal(size=(2, 3, 4)), lambda h: 2 * h)
-        assert checks == {("check_float_array", "layers/residual.py"): 1}
+        block(rng.normal(size=(2, 3, 4)))
+        assert not checks
 
 
 def test_a_layer_on_its_own_checks_its_input(rng, checks):
@@ -74,7 +84,7 @@ def test_a_layer_on_its_own_checks_its_input(rng, checks):
     layers = Linear(4, 5, rng=rng), LayerNorm(4), PositionalEncoding(4, max_len=8)
     checks.clear()
     for layer in layers:
-        layer.forward(x)
+        layer(x)
     assert set(checks) == {("check_float_array", "layers/linear.py"),
                            ("check_float_array", "layers/normalization.py"),
                            ("check_float_array", "layers/positional.py"),
@@ -93,7 +103,7 @@ def test_bad_input_still_raises_once_at_the_entry(rng):
     ff = FeedForward(4, 6, rng=rng)
     with pytest.raises(InputError, match=r"^x: expected last dimension 4 \(d_model\), "
                                          r"got shape \(2, 3, 5\)$"):
-        ff.forward(rng.normal(size=(2, 3, 5)))
+        ff(rng.normal(size=(2, 3, 5)))
 
 
 def test_decoder_mask_checks_the_ids_once(checks):
@@ -104,15 +114,15 @@ def test_decoder_mask_checks_the_ids_once(checks):
         make_decoder_mask(np.array([5, 6, 0]), pad_id=0)
 
 
-def test_a_trusting_model_computes_the_same_without_its_layers_checks(rng, checks):
+def test_a_model_checks_its_inputs_once_and_its_parts_nothing(rng, checks):
     from numpy_transformer.models import TransformerConfig, build_transformer
     model = build_transformer(TransformerConfig(
         src_vocab_size=11, tgt_vocab_size=11, d_model=8, num_heads=2, d_ff=12,
         num_encoder_layers=1, num_decoder_layers=1, max_len=8, norm_first=True)).eval()
     src, tgt = rng.integers(1, 11, (2, 5)), rng.integers(1, 11, (2, 4))     # device arrays there
-    before = to_numpy(model.forward(src, tgt))
     checks.clear()
-    after = to_numpy(model.trust_parts().forward(src, tgt))
-    np.testing.assert_array_equal(before, after)
-    mine = ("linear", "normalization", "residual", "feedforward", "positional", "embedding")
-    assert not [where for _, where in checks if where.split("/")[-1][:-3] in mine]
+    called = to_numpy(model(src, tgt))
+    assert {where for _, where in checks} == {"models/transformer.py"}
+    checks.clear()
+    np.testing.assert_array_equal(to_numpy(model.forward(src, tgt)), called)
+    assert not checks

@@ -89,17 +89,17 @@ def test_unsigned_ids(float64, rng):
 def test_out_of_range_ids_raise(rng, bad, err):
     emb = Embedding(5, 3, rng=rng)
     with raises_naming(ValueError, "ids", "[0, 5)", err):
-        emb.forward(bad)
+        emb(bad)
 
 
 def test_float_ids_and_lists_raise(rng):
     emb = Embedding(5, 3, rng=rng)
     with raises_naming(TypeError, "ids", "float64"):
-        emb.forward(np.array([[0.0, 1.0]]))
+        emb(np.array([[0.0, 1.0]]))
     with raises_naming(TypeError, "ids", "list"):
-        emb.forward([[0, 1]])
+        emb([[0, 1]])
     with raises_naming(ValueError, "ids"):
-        emb.forward(np.zeros((2, 0), dtype=np.int64))
+        emb(np.zeros((2, 0), dtype=np.int64))
 
 
 def test_bad_sizes_raise():

@@ -64,6 +64,6 @@ def test_bad_inputs_raise(rng):
         FeedForward(4, 0)
     ff = FeedForward(4, 6, rng=rng)
     with raises_naming(ValueError, "x", "4", "d_model"):
-        ff.forward(rng.normal(size=(2, 3, 6)).astype(np.float32))
+        ff(rng.normal(size=(2, 3, 6)).astype(np.float32))
     with raises_naming(TypeError, "x", "int64"):
-        ff.forward(np.ones((2, 3, 4), dtype=np.int64))
+        ff(np.ones((2, 3, 4), dtype=np.int64))

@@ -20,7 +20,7 @@ def tiny_config(**overrides):
     return GPTConfig(**{**fields, **overrides})
 
 
-# Every variant's whole-model gradient check is a shared case: tools/gradcheck_cases.py MODEL_CASES,
+# Every variant's whole-model gradient check is a shared case: gradcheck_cases.py MODEL_CASES,
 # run by tests/core/test_gradcheck.py.
 
 def test_untied_with_dropout_gradients(float64, rng):
@@ -110,10 +110,10 @@ def test_backward_before_forward_names_the_model():
 def test_bad_inputs_raise(rng):
     model = GPT(tiny_config())
     with raises_naming(ValueError, "ids", "[0, 11)"):   # values: host ids only
-        model.forward(to_numpy(rng.integers(1, 11, (2, 5))) + 11)        # (check_ids)
+        model(to_numpy(rng.integers(1, 11, (2, 5))) + 11)        # (check_ids)
     with pytest.raises(TypeError, match="ids"):
-        model.forward(rng.normal(size=(2, 5)))
+        model(rng.normal(size=(2, 5)))
     with raises_naming(ValueError, "ids", "max_len=16", "T=17"):
-        model.forward(rng.integers(1, 11, (2, 17)))
+        model(rng.integers(1, 11, (2, 17)))
     with pytest.raises(ValueError, match="ids: expected 2 dimensions"):
-        model.forward(rng.integers(1, 11, (5,)))
+        model(rng.integers(1, 11, (5,)))

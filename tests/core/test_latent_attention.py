@@ -109,15 +109,15 @@ def test_bad_inputs_raise_clear_errors(float64, rng):
     mla = make_mla(rng)
     q, k = inputs(rng)
     with raises_naming(ValueError, "v", "k"):
-        mla.forward(q, k, k.copy())
+        mla(q, k, k.copy())
     with raises_naming(ValueError, "k", "12", "d_model"):
-        mla.forward(q, k[..., :-1], k[..., :-1])
+        mla(q, k[..., :-1], k[..., :-1])
     with raises_naming(ValueError, "k", "2"):
-        mla.forward(q, k[:1], k[:1])
+        mla(q, k[:1], k[:1])
     with raises_naming(TypeError, "mask", "float64"):
-        mla.forward(q, k, k, xp.ones((B, 1, 1, TK)))
+        mla(q, k, k, xp.ones((B, 1, 1, TK)))
     with raises_naming(ValueError, "mask", "(2, 1, 6, 6)"):
-        mla.forward(q, k, k, xp.ones((B, 1, TK, TK), bool))
+        mla(q, k, k, xp.ones((B, 1, TK, TK), bool))
 
 
 def test_bad_construction_raises():

@@ -56,8 +56,8 @@ def test_two_backward_calls_double_grads(float64, rng):
 def test_bad_inputs_raise(rng):
     layer = Linear(4, 5, rng=rng)
     with raises_naming(ValueError, "x", "4", "in_features", "(2, 3, 5)"):
-        layer.forward(rng.normal(size=(2, 3, 5)))
+        layer(rng.normal(size=(2, 3, 5)))
     with raises_naming(TypeError, "x", "int64"):
-        layer.forward(np.ones((2, 4), dtype=np.int64))
+        layer(np.ones((2, 4), dtype=np.int64))
     with raises_naming(TypeError, "x", "list"):
-        layer.forward([[1.0, 2.0, 3.0, 4.0]])
+        layer([[1.0, 2.0, 3.0, 4.0]])

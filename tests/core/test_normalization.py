@@ -79,9 +79,9 @@ def test_default_dtype_float32(rng):
 def test_bad_inputs_raise(rng):
     ln = LayerNorm(4)
     with raises_naming(ValueError, "x", "4", "d_model", "(2, 3, 5)"):
-        ln.forward(rng.normal(size=(2, 3, 5)))
+        ln(rng.normal(size=(2, 3, 5)))
     with raises_naming(TypeError, "x", "int32"):
-        ln.forward(np.ones((2, 4), dtype=np.int32))
+        ln(np.ones((2, 4), dtype=np.int32))
     with raises_naming(ValueError, "eps"):
         LayerNorm(4, eps=0.0)
     with pytest.raises(TypeError, match="eps"):

@@ -75,19 +75,19 @@ def test_dropout_train_and_eval(float64, rng):
 
 def test_length_over_max_len_raises(rng):
     pos = PositionalEncoding(4, max_len=5)
-    pos.forward(rng.normal(size=(1, 5, 4)))          # T == max_len is fine
+    pos(rng.normal(size=(1, 5, 4)))          # T == max_len is fine
     with raises_naming(ValueError, "x", "max_len=5", "T=6"):
-        pos.forward(rng.normal(size=(1, 6, 4)))
+        pos(rng.normal(size=(1, 6, 4)))
 
 
 def test_bad_inputs_raise(rng):
     pos = PositionalEncoding(4, max_len=5)
     with raises_naming(ValueError, "x", "4", "d_model"):
-        pos.forward(rng.normal(size=(1, 3, 5)))
+        pos(rng.normal(size=(1, 3, 5)))
     with raises_naming(ValueError, "x", "3"):
-        pos.forward(rng.normal(size=(3, 4)))
+        pos(rng.normal(size=(3, 4)))
     with raises_naming(TypeError, "x", "int64"):
-        pos.forward(np.ones((1, 3, 4), dtype=np.int64))
+        pos(np.ones((1, 3, 4), dtype=np.int64))
     with raises_naming(ValueError, "dropout", "[0, 1)", "1.0"):
         PositionalEncoding(4, dropout=1.0)
     with pytest.raises(ValueError, match="max_len"):

@@ -24,7 +24,7 @@ def ids_with_padding(rng, B, T, V):
     return ids
 
 
-# Every variant's whole-model gradient check is a shared case: tools/gradcheck_cases.py MODEL_CASES,
+# Every variant's whole-model gradient check is a shared case: gradcheck_cases.py MODEL_CASES,
 # run by tests/core/test_gradcheck.py.
 
 def test_tied_embeddings_gradients(float64, rng):
@@ -157,7 +157,7 @@ def test_backward_before_forward_names_the_model(rng):
     model.backward(np.ones_like(logits))
 
 
-def test_ids_checked_once_per_forward(rng, monkeypatch):
+def test_ids_checked_once_per_call(rng, monkeypatch):
     import numpy_transformer.layers.embedding as embedding
     import numpy_transformer.models.transformer as transformer
     calls = []
@@ -165,7 +165,7 @@ def test_ids_checked_once_per_forward(rng, monkeypatch):
         monkeypatch.setattr(module, "check_ids", lambda ids, name, *a, real=module.check_ids,
                             **k: (calls.append(name), real(ids, name, *a, **k))[1])
     model = build_transformer(tiny_config())
-    model.forward(rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4)))
+    model(rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4)))
     assert calls == ["src", "tgt_in"]
 
 
@@ -173,11 +173,11 @@ def test_bad_inputs_raise(rng):
     model = build_transformer(tiny_config())
     src, tgt = rng.integers(1, 13, (2, 5)), rng.integers(1, 11, (2, 4))
     with pytest.raises(ValueError, match="src"):        # values are checked in host ids only
-        model.forward(to_numpy(src) + 13, tgt)
+        model(to_numpy(src) + 13, tgt)
     with pytest.raises(ValueError, match="tgt"):
-        model.forward(src, tgt[:1])
+        model(src, tgt[:1])
     with pytest.raises(TypeError, match="src"):
-        model.forward(src.astype(np.float32), tgt)
+        model(src.astype(np.float32), tgt)
     with pytest.raises(ValueError, match="max_len|16"):
-        model.forward(rng.integers(1, 13, (2, 17)), tgt)
+        model(rng.integers(1, 13, (2, 17)), tgt)
     assert isinstance(model, Transformer)

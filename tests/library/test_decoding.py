@@ -184,11 +184,11 @@ def test_length_limits():
     with raises_naming(ValueError, "max_new_tokens", "7"):
         sample(lm, xp.full((1, 15), 5), 7)
     with raises_naming(ValueError, "ids", "max_len=20", "T=21"):
-        lm.forward(xp.full((1, 21), 5), cache=KVCache())
+        lm(xp.full((1, 21), 5), cache=KVCache())
     cache = KVCache()
     lm.forward(xp.full((1, 15), 5), cache=cache)
     with raises_naming(ValueError, "ids", "max_len=20", "15"):
-        lm.forward(xp.full((1, 6), 5), cache=cache)
+        lm(xp.full((1, 6), 5), cache=cache)
 
 
 # Sampling.

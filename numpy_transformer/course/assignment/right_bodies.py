@@ -99,8 +99,25 @@ c = math.sqrt(1 - b2**t)
 step = self.lr * c / (1 - b1**t)
 p -= m / (xp.sqrt(v) + self.eps * c) * step""",
     "EncoderBlock.backward": """
-d = self.sublayers[1].backward(dout, self.feed_forward.backward)
-return self.sublayers[0].backward(d, self_attention_backward(self.self_attn))""",
+dx, df = self.sublayers[1].exit_backward(dout)
+dh = self.feed_forward.backward(df)
+dx = dx + self.sublayers[1].enter_backward(dh)
+dx, da = self.sublayers[0].exit_backward(dx)
+dq, dk, dv = self.self_attn.backward(da)
+dh = dq + dk + dv
+return dx + self.sublayers[0].enter_backward(dh)""",
+    "DecoderBlock.backward": """
+dx, df = self.sublayers[2].exit_backward(dout)
+dh = self.feed_forward.backward(df)
+dx = dx + self.sublayers[2].enter_backward(dh)
+dx, dc = self.sublayers[1].exit_backward(dx)
+dq, dk, dv = self.cross_attn.backward(dc)
+dmemory = dk + dv
+dx = dx + self.sublayers[1].enter_backward(dq)
+dx, da = self.sublayers[0].exit_backward(dx)
+dq, dk, dv = self.self_attn.backward(da)
+dh = dq + dk + dv
+return dx + self.sublayers[0].enter_backward(dh), dmemory""",
     "Decoder.backward": """
 if self.norm is not None:
     dout = self.norm.backward(dout)
