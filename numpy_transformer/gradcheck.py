@@ -25,9 +25,9 @@ We compare per coordinate with
 
 where `floor` keeps coordinates whose true gradient is (near) zero from
 dividing rounding noise by nothing. Dropout masks are frozen during the check.
+The cases every layer and model is checked on: gradcheck_cases.py, beside this file.
 """
 
-import importlib
 import inspect
 from dataclasses import dataclass
 
@@ -35,36 +35,6 @@ import numpy as np
 
 from .backend import to_numpy, xp
 from .errors import InputError, InputTypeError
-
-
-class Package:
-    """Attribute access to the package under test: `pkg.Linear`, `pkg.module("losses")`."""
-
-    NAMES = {
-        "Module": "module", "default_dtype": "backend", "xp": "backend",
-        "Linear": "layers.linear", "TiedLinear": "layers.linear",
-        "LayerNorm": "layers.normalization", "Softmax": "layers.softmax",
-        "LogSoftmax": "layers.softmax", "ReLU": "layers.activations", "GELU": "layers.activations",
-        "FeedForward": "layers.feedforward", "Embedding": "layers.embedding",
-        "PositionalEncoding": "layers.positional", "SublayerConnection": "layers.residual",
-        "Dropout": "layers.dropout", "MultiHeadAttention": "layers.attention",
-        "MultiHeadLatentAttention": "layers.latent_attention",
-        "CrossEntropyLoss": "losses", "Adam": "optim.adam", "AdamW": "optim.adam",
-        "Encoder": "models.encoder", "Decoder": "models.decoder",
-        "TransformerConfig": "models", "build_transformer": "models", "GPT": "models",
-        "GPTConfig": "models", "make_causal_mask": "masks",
-    }
-
-    def __init__(self, name="numpy_transformer"):
-        self.name = name
-
-    def module(self, dotted):
-        return importlib.import_module(f"{self.name}.{dotted}")
-
-    def __getattr__(self, attr):
-        if attr not in Package.NAMES:
-            raise AttributeError(attr)
-        return getattr(self.module(Package.NAMES[attr]), attr)
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Gradient-check every layer and model on small random inputs, in float64.
 
 Used by `python -m numpy_transformer gradcheck` and by the gradient-checking
-lesson. The cases themselves (one list, shared with the tests) are in
-gradcheck_cases.py beside it.
+lesson. The cases themselves (one list, shared with the tests) are the core's
+proof table, gradcheck_cases.py beside the checker.
 
 In a student copy of the assignment some backward passes are stubs that raise
 NotImplementedError("... [assignment part <part>]"): such a case is reported
@@ -15,8 +15,7 @@ import time
 from dataclasses import replace
 
 from ..backend import default_dtype
-from ..gradcheck import Package
-from .gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES
+from ..gradcheck_cases import LAYER_CASES, MODEL_CASES, STACK_CASES
 
 PART = re.compile(r"\[assignment part (\w+)\]")
 
@@ -41,14 +40,14 @@ def run_report(models=True, seed=0, max_coords=60, out=print):
     it makes the result False.
     """
     cases = LAYER_CASES + STACK_CASES + (MODEL_CASES if models else [])
-    pkg, all_passed, stubs = Package(), True, []
+    all_passed, stubs = True, []
     with default_dtype("float64"):
         for case in cases:
             sampled = max_coords if case in MODEL_CASES else case.max_coords
             case = replace(case, seed=case.seed + seed, max_coords=sampled)
             start = time.perf_counter()
             try:
-                report = case.run(pkg)
+                report = case.run()
             except NotImplementedError as stub:
                 stubs.append(str(stub) or "NotImplementedError")
                 out(f"todo {case.name:<60} not implemented: {stubs[-1]}")

@@ -1,11 +1,11 @@
 """gradcheck: passes correct layers, catches wrong ones, reports a table, validates input;
-and every shared gradient-check case (tools/gradcheck_cases.py) of every layer and model passes."""
+and every shared gradient-check case (gradcheck_cases.py) of every layer and model passes."""
 
 import numpy as np
 import pytest
 
 from numpy_transformer.gradcheck import assert_gradients_close, gradcheck, perturb
-from numpy_transformer.tools.gradcheck_cases import CASES, cases_of
+from numpy_transformer.gradcheck_cases import CASES, cases_of
 from numpy_transformer.layers.dropout import Dropout
 from numpy_transformer.layers.linear import Linear
 from numpy_transformer.module import Module
@@ -113,7 +113,7 @@ def test_wrong_dout_shape(float64, rng):
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_every_shared_case_passes(float64, case):
-    """The one list of cases that the `gradcheck` command and the grader also run."""
+    """The one list of cases that the `gradcheck` command also runs."""
     report = case.run()
     assert report.passed, str(report)
     assert report.max_rel_error <= case.rtol

@@ -4,7 +4,8 @@
   nothing) scores 0 in every part.
 - Each part runs only its own solution regions (traced in this process), so a
   mistake cannot cost points elsewhere; graded end to end in two batches too.
-- The harness files the worker loads import nothing of the package.
+- The harness files the worker loads import nothing of the package, and the worker
+  imports nothing of the student's but the modules under test.
 (Forged, crashing and hostile submissions: test_assignment_grader_forgery.py.)
 """
 
@@ -20,8 +21,9 @@ from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import PACKAGE, package_regions
 from numpy_transformer.course.assignment.markers import write_region_bodies
 from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.parts import Package, Read, reference_results, run_task
+from numpy_transformer.course.assignment.parts import Read, reference_results, run_task
 from numpy_transformer.course.assignment.runner import HARNESS_FILES
+from numpy_transformer.course.assignment.standins import StandIns
 
 BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape, or nothing
     "GELU.backward": "return xp.zeros_like(dy)",
@@ -45,6 +47,8 @@ BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape
     "CrossEntropyLoss.backward": "return xp.zeros(shape, dtype=p.dtype)",
     "DecoderBlock.backward":
         "return xp.zeros_like(dout), xp.zeros_like(self.cross_attn.saved[1])",
+    "DecoderBlock.cross_attention_backward":
+        "return xp.zeros_like(dy), xp.zeros_like(self.cross_attn.saved[1])",
     "Decoder.backward":
         "return xp.zeros_like(dout), xp.zeros_like(self.layers[0].cross_attn.saved[1])",
     "EncoderBlock.backward": "return xp.zeros_like(dout)",
@@ -100,6 +104,15 @@ def test_harness_imports_nothing_of_the_package():
                            for a in node.names), name
 
 
+def test_grading_needs_no_helper_of_the_copy(solution_copy, tmp_path):
+    """The worker imports the modules under test and nothing else of the student's: a copy
+    whose gradient checker (gradcheck.py, in no part) does not even import gets full marks."""
+    copy = fresh(solution_copy, tmp_path)
+    (copy / "numpy_transformer" / "gradcheck.py").write_text("raise ImportError('broken')\n")
+    report = grade(copy, parts=["linear", "attention", "encoder_stack"])
+    assert all(r.points == r.max_points for r in report.parts), report.table()
+
+
 def regions_run_by(part):
     """(path, qualname) of every solution region whose lines run while `part`'s tasks run."""
     regions = package_regions()
@@ -120,7 +133,7 @@ def regions_run_by(part):
         for spec in ref.tasks:
             prefix = spec["id"] + "."
             arrays = {k[len(prefix):]: v for k, v in ref.inputs.items() if k.startswith(prefix)}
-            run_task(Package("numpy_transformer"), spec, Read(arrays))
+            run_task("numpy_transformer", spec, Read(arrays), StandIns)
     finally:
         sys.settrace(None)
     return hit

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.local_scenarios import USES
+from numpy_transformer.course.assignment.local_check import USES
 from numpy_transformer.course.assignment.mistakes import MISTAKES
 
 PLANTED = ("linear_overwrites", "layernorm_missing_term", "softmax_elementwise",
@@ -84,6 +84,15 @@ def test_check_gives_the_graders_verdict_on_a_planted_mistake(solution_copy, tmp
             assert line.startswith("check first: ") and part in line, line
         full = other not in report or report[other].points == report[other].max_points
         assert full and (line == "pass" or other in users), (other, line)
+
+
+def test_the_check_needs_no_helper_of_the_copy(solution_copy, tmp_path):
+    """The check imports the modules under test, not the copy's gradient checker."""
+    copy = shutil.copytree(solution_copy, tmp_path / "copy",
+                           ignore=shutil.ignore_patterns("notebooks"))
+    (copy / "numpy_transformer" / "gradcheck.py").write_text("raise ImportError('broken')\n")
+    assert check(copy, "linear", "encoder_stack") == (0, {"linear": "pass",
+                                                          "encoder_stack": "pass"})
 
 
 def test_a_wrong_part_name_is_refused(solution_copy):

@@ -1,14 +1,20 @@
-"""The grading harness: the table of scenarios, and what runs one task, the same code on both sides.
+"""The grading harness: the one table of scenarios, and what runs one task, on either side.
 
 A task is plain data, `{"kind": ..., "args": {...}}`. Its scenario, the function
 that SCENARIOS names for its kind (in scenarios_layers.py or
-scenarios_models.py), builds the modules of the package under test, installs
-stand-ins (standins.py) for the sub-layers of other parts, runs forward and the
-backward under test and returns named arrays ("out", "dx", "grad.<parameter>", ...).
+scenarios_models.py), builds the modules of the package under test, runs forward
+and the backward under test and returns named arrays ("out", "dx", "grad.<parameter>", ...).
 
-The package under test is reached through `pkg`, a gradcheck.Package
-(`pkg.module("layers.linear")`): the package's one helper for importing itself
-by name, the reference's in the teacher's process, the student's in the worker.
+One switch, `standins` of run_task: the grader gives the StandIns class
+(standins.py), and a composite part's children of other parts become stand-ins,
+so that a mistake is caught in its own part; the local check of a student copy
+(local_check.py; the copy holds this table but no stand-ins) gives None, and each
+part runs with the package's own children.
+
+The package under test is named by `pkg` ("numpy_transformer") and its modules
+are plain imports (steps.load): the reference's in the teacher's process, the
+student's in the worker. Nothing else of the package is needed, so a student
+who breaks a helper of theirs loses only the parts that use it.
 
 Every array a scenario uses comes from a `source`:
 
@@ -18,6 +24,7 @@ Every array a scenario uses comes from a `source`:
 so the teacher runs a task on its reference package with Draw, sends the
 recorded arrays to the worker, which runs the same task on the student's
 package with Read, and the teacher compares the two sets of outputs itself.
+(`assignment make` records the same way for the local check, into expected.npz.)
 
 Harness code: imports nothing but NumPy and the other harness files, because
 the worker loads it by path (worker.py).
@@ -29,9 +36,9 @@ import numpy as np
 
 from . import scenarios_layers as layers
 from . import scenarios_models as models
-from .steps import TaskError
+from .steps import TaskError, load
 
-SCENARIOS = {       # task kind -> function(pkg, source, **args) -> {name: array}
+SCENARIOS = {       # task kind -> function(pkg, source, standins, **args) -> {name: array}
     "linear": layers.linear,
     "tied_linear": layers.tied_linear,
     "embedding": layers.embedding,
@@ -82,8 +89,8 @@ class Read:
 
     def get(self, name, shape=None):
         if name not in self.arrays:
-            raise TaskError(f"the grader sent no array {name!r}: did forward or the module's "
-                            "parameters change?")
+            raise TaskError(f"no array {name!r} was recorded for this task: did forward or "
+                            "the module's parameters change?")
         value = np.array(self.arrays[name])
         if shape is not None and tuple(value.shape) != tuple(shape):
             raise TaskError(f"{name}: your code asked for shape {tuple(shape)}, the reference "
@@ -105,7 +112,7 @@ def numpy_float64(pkg):
     """Context manager: the package computes with NumPy inside, whatever backend was chosen
     (NUMPY_TRANSFORMER_BACKEND=cupy or simulator: tasks pass NumPy arrays), and the
     parameters built inside are float64."""
-    backend = pkg.module("backend")
+    backend = load(pkg, "backend")
     before = backend.get_backend()
     if before != "numpy":
         backend.set_backend("numpy")
@@ -117,14 +124,16 @@ def numpy_float64(pkg):
             backend.set_backend(before)
 
 
-def run_task(pkg, task, source):
-    """Run one task on `pkg` (a gradcheck.Package); returns {name: float64 or bool
-    NumPy array}."""
+def run_task(pkg, task, source, standins=None):
+    """Run one task on the package named `pkg`; returns {name: float64 or bool NumPy array}.
+    standins: the StandIns class (standins.py) to grade each part alone, or None to run it
+    with the package's own children."""
     kind = task["kind"]
     if kind not in SCENARIOS:
         raise TaskError(f"unknown task kind {kind!r}")
     with numpy_float64(pkg):
-        outputs = SCENARIOS[kind](pkg, source, **task.get("args", {}))
+        kit = None if standins is None else standins(pkg, source)
+        outputs = SCENARIOS[kind](pkg, source, kit, **task.get("args", {}))
     return {name: as_array(name, value) for name, value in outputs.items()}
 
 

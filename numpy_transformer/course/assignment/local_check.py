@@ -1,18 +1,19 @@
 """`assignment check [PART ...]` in a student copy: the grader's verdicts, run locally.
 
     write_expected(path, checks)   at `assignment make`: every check's tasks run on the
-                                   reference (local_scenarios.py), their inputs and
-                                   outputs saved as numbers in expected.npz
+                                   reference, their inputs and outputs saved as numbers
+                                   in expected.npz
     check_parts(parts=None)        in the copy: {part: (verdict, message)}
     check_command(parts, out=print)   one line per part; 0 when every asked part passes
 
 The copy holds expected.npz (expected outputs on fixed inputs, as numbers: no
-code, no formula) and local_scenarios.py, which builds each part's module of the
-copy with its OWN sub-layers (no stand-ins), feeds it the saved inputs and
-compares its outputs with the saved ones as the grader does: pass at the check's
-tolerance (1e-12 relative), "numerically close" up to 1e-6, else wrong (with
-diagnose.py's reading of how the arrays differ). A composite part whose own
-check fails while a part it uses fails too says "check PART first".
+code, no formula) and the grader's table of scenarios (harness.py, steps.py,
+scenarios_*.py), run with the switch set to the package's OWN sub-layers (the
+copy holds no stand-ins): each part's module of the copy is fed the saved
+inputs and its outputs are compared with the saved ones as the grader does:
+pass at the check's tolerance (1e-12 relative), "numerically close" up to 1e-6,
+else wrong (with diagnose.py's reading of how the arrays differ). A composite
+part whose own check fails while a part it uses fails too says "check PART first".
 """
 
 import json
@@ -21,64 +22,37 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...gradcheck import Package
 from .diagnose import diagnose
-from .local_scenarios import SCENARIOS, USES
+from .harness import Draw, Read, run_task
 from .registry import validate_parts
 
+PACKAGE = __name__.split(".")[0]        # the package under check: the copy's own
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected.npz"
 NUMERIC = 1e-6      # closer than this but not exact: numerics, not derivation
 
-
-class Source:
-    """Arrays by name: drawn from a seeded generator and recorded, or replayed."""
-
-    def __init__(self, seed=None, arrays=None):
-        self.replay = arrays is not None
-        self.arrays = dict(arrays) if self.replay else {}
-        self.rng = None if self.replay else np.random.default_rng(seed)
-
-    def take(self, name, shape, draw):
-        if not self.replay:
-            self.arrays[name] = np.array(draw())
-        if name not in self.arrays or np.shape(self.arrays[name]) != tuple(shape):
-            raise ValueError(f"the check has no input {name!r} of shape {tuple(shape)}: did "
-                             "forward or the module's parameters change?")
-        return np.array(self.arrays[name])
-
-    def normal(self, name, shape, scale=1.0):
-        return self.take(name, shape, lambda: scale * self.rng.normal(size=tuple(shape)))
-
-    def integers(self, name, shape, low, high):
-        return self.take(name, shape, lambda: self.rng.integers(low, high, size=tuple(shape)))
-
-
-def run(pkg, task, src):
-    """{name: float64 or bool array} of one task, computed with NumPy in float64."""
-    backend = pkg.module("backend")
-    before = backend.get_backend()
-    backend.set_backend("numpy")
-    try:
-        with backend.default_dtype("float64"):
-            found = SCENARIOS[task["kind"]](pkg, src, **task["args"])
-    finally:
-        backend.set_backend(before)
-    arrays = {n: np.asarray(getattr(v, "get", lambda v=v: v)()) for n, v in found.items()}
-    return {n: a if a.dtype == bool else a.astype(np.float64) for n, a in arrays.items()}
+# A composite part runs these parts' code too: when one of them fails, check it first.
+USES = {
+    "attention": ("softmax", "dropout"), "multihead_attention": ("linear", "softmax", "attention"),
+    "mla": ("linear",), "feedforward": ("linear", "gelu", "dropout"),
+    "positional_encoding": ("dropout",), "adam": ("adamw",),
+    "encoder_stack": ("linear", "layernorm", "softmax", "dropout", "attention",
+                      "multihead_attention", "feedforward"),
+}
+USES["decoder_stack"] = USES["encoder_stack"]
 
 
 def write_expected(path, checks):
-    """Run every check of `checks` (the grader's Check objects) on the reference and save
-    the tasks, their inputs and outputs to `path` (an .npz)."""
-    pkg, plan, arrays = Package(__name__.split(".")[0]), {}, {}
+    """Run every check of `checks` (the grader's Check objects) on the reference, with its
+    own sub-layers, and save the tasks, their inputs and outputs to `path` (an .npz)."""
+    plan, arrays = {}, {}
     for c in checks:
         tasks = []
         for j, spec in enumerate(c.tasks):
             tid = f"{c.part}.{c.name}.{j}"
-            src = Source(spec["seed"])
-            outputs = run(pkg, spec, src)
-            arrays.update({f"in:{tid}:{n}": a for n, a in src.arrays.items()})
+            source = Draw(spec["seed"])
+            outputs = run_task(PACKAGE, spec, source)
+            arrays.update({f"in:{tid}:{n}": a for n, a in source.arrays.items()})
             arrays.update({f"out:{tid}:{n}": a for n, a in outputs.items()})
             tasks.append({"id": tid, "kind": spec["kind"], "args": spec["args"]})
         plan.setdefault(c.part, []).append({"name": c.name, "keys": list(c.keys),
@@ -130,13 +104,13 @@ def compare(name, want, have, tolerance, inputs, args):
     return f"{name} (rel err {err:.1e})" + (f": {seen}" if seen else "")
 
 
-def run_check(pkg, check, arrays):
+def run_check(check, arrays):
     """"" when every task of `check` agrees, else the first problem."""
     for task in check["tasks"]:
         inputs = prefixed(arrays, f"in:{task['id']}:")
         expected = prefixed(arrays, f"out:{task['id']}:")
         try:
-            got = run(pkg, task, Source(arrays=inputs))
+            got = run_task(PACKAGE, task, Read(inputs))
         except NotImplementedError as err:
             return f"not implemented: {err}"
         except Exception as err:            # the student's code: any error fails the check
@@ -153,11 +127,11 @@ def run_check(pkg, check, arrays):
 def check_parts(parts=None, path=EXPECTED):
     """{part: ("pass" | "fail" | "check first", message)} for `parts` (default: all)."""
     plan, arrays = load(path)
-    pkg, own = Package(__name__.split(".")[0]), {}
+    own = {}
 
     def own_verdict(part):
         if part not in own:
-            problems = [(c["name"], run_check(pkg, c, arrays)) for c in plan.get(part, [])]
+            problems = [(c["name"], run_check(c, arrays)) for c in plan.get(part, [])]
             own[part] = [f"{name}: {p}" for name, p in problems if p]
         return own[part]
 

@@ -14,12 +14,12 @@ notebooks, the lessons' exercise regions (markers without a part name) are
 always stubbed, and named ones (a lesson cell that computes a part's answer)
 when their part is chosen.
 
-Nothing to copy: the grader (checks, mistake catalogue, runner) stays in the
-teacher's installed package. The copy's numpy_transformer/course/assignment/ holds
-only the part names (registry.py) and small modules, written here, that make
-`assignment make|grade` inside a copy say where grading runs. The answer keys
-of the lessons' think questions (notebooks/answers/) go only into a teacher
-copy (teacher=True), never into a student's.
+Nothing to copy: the grader (checks, mistake catalogue, stand-ins, runner) stays in
+the teacher's package. The copy's course/assignment/ holds the part names, the local
+check (local_check.py, diagnose.py, expected.npz) with the grader's scenarios
+(harness.py, steps.py, scenarios_*.py: inputs and calls, no reference) and small
+modules, written here, that make `assignment make|grade` in a copy say where grading
+runs. The think questions' keys (notebooks/answers/) go only into a teacher copy.
 """
 
 import json
@@ -40,7 +40,8 @@ MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[2]          # the reference numpy_transformer/
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
 ANSWERS = "answers"              # notebooks/answers/: the think questions' keys, teacher only
-STUDENT_ASSIGNMENT = ("registry.py", "local_check.py", "local_scenarios.py", "diagnose.py")
+STUDENT_ASSIGNMENT = ("registry.py", "local_check.py", "diagnose.py", "harness.py", "steps.py",
+                      "scenarios_layers.py", "scenarios_models.py")
 GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
                     "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
                     "run outside the copy); check your gradients here with "

@@ -44,8 +44,7 @@ from .sandbox import INSIDE, isolation
 
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "harness.py", "steps.py", "scenarios_layers.py",
-                 "scenarios_models.py", "standins.py", "repair.py", "sandbox.py",
-                 "local_scenarios.py")
+                 "scenarios_models.py", "standins.py", "repair.py", "sandbox.py")
 ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")  # what a worker inherits
 MEMORY_MB = 2048                    # default address-space limit of a worker
 MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read

@@ -1,38 +1,38 @@
 """Scenarios of the attention parts and of the encoder and decoder stacks (table: harness.py).
 
-Each runs the part's own code with every sub-layer of another part replaced by
-a stand-in (standins.py): the attention kernel gets a stand-in softmax
-backward and dropout; multi-head and latent attention get stand-in projections
-(and multi-head attention a stand-in kernel); the blocks get stand-in
-attention, feed-forward, LayerNorm and dropout modules. The stand-ins are
-installed the same way in the teacher's run, so only the part's own wiring is
-compared. Harness code: NumPy only.
+Each runs the part's own code; with `standins` (the grader's switch,
+scenarios_layers.py) every sub-layer of another part becomes a stand-in
+(standins.py): the attention kernel gets a stand-in softmax backward and
+dropout; multi-head and latent attention get stand-in projections (and
+multi-head attention a stand-in kernel); the blocks get stand-in attention,
+feed-forward, LayerNorm and dropout modules. The stand-ins are installed the
+same way in the teacher's run, so only the part's own wiring is compared.
+Without (the local check) the part runs with the package's own children.
+Harness code: NumPy only.
 """
 
 import numpy as np
 
-from . import local_scenarios as local
-from . import standins
-from .steps import forward_backward, map_standin, restore, stand, swap_everywhere
+from .steps import forward_backward, load, restore, rng, set_parameters, swap_everywhere
 
 
-def attention(pkg, source, shape_q, keys, mask=None, dropout=False, standin_softmax=True):
+def attention(pkg, source, standins, shape_q, keys, mask=None, dropout=False,
+              standin_softmax=True):
     """scaled_dot_product_attention_backward with a stand-in softmax backward (and dropout);
     the package's own one with standin_softmax=False (the reference's other expected
-    arrays, for a softmax backward written inline)."""
-    module = pkg.module("layers.attention")
+    arrays, for a softmax backward written inline) or without stand-ins."""
+    module = load(pkg, "layers.attention")
     B, H, Tq, Dh = shape_q
     q = source.normal("q", shape_q)
     k, v = source.normal("k", (B, H, keys, Dh)), source.normal("v", (B, H, keys, Dh))
     if mask is not None:
         mask = source.given("mask", np.asarray(mask, dtype=bool))
-    drop, found = None, {}
+    drop, found, undo = None, {}, []
     if dropout:
-        seed = source.integers("standin.dropout_seed", (), 0, 2 ** 31)
-        drop = stand(pkg)["Drop"](0.3, int(seed))
-    undo = []
+        drop = (load(pkg, "layers.dropout").Dropout(0.3, rng=rng(3)) if standins is None
+                else standins.drop(0.3))
     try:
-        if standin_softmax:
+        if standins is not None and standin_softmax:
             swap_everywhere(pkg, ["layers.softmax", "layers.attention"], "softmax_backward",
                             standins.softmax_backward, undo)
         out, weights = module.scaled_dot_product_attention(q, k, v, mask, drop)
@@ -40,7 +40,7 @@ def attention(pkg, source, shape_q, keys, mask=None, dropout=False, standin_soft
         dq, dk, dv = module.scaled_dot_product_attention_backward(dout, q, k, v, weights, drop)
     finally:
         restore(undo)
-    if dropout:
+    if dropout and standins is not None:
         found["dropout.draws"] = np.array(float(drop.draws))
     return {**found, "out": out, "weights": weights, "dx.0": dq, "dx.1": dk, "dx.2": dv}
 
@@ -52,18 +52,22 @@ def attention_inputs(source, batch, queries, keys, d_model, self_attention):
     return q, source.normal("k", (batch, keys, d_model)), source.normal("v", (batch, keys, d_model))
 
 
-def multihead_attention(pkg, source, d_model, heads, batch, queries, keys,
+def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, keys,
                         self_attention=False, prefill=False):
-    """MultiHeadAttention with stand-in projections and a stand-in attention kernel."""
-    layer = pkg.module("layers.attention").MultiHeadAttention(d_model, heads)
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        setattr(layer, name, map_standin(pkg, source, name, d_model, d_model))
+    """MultiHeadAttention; with stand-in projections and a stand-in attention kernel."""
+    layer = load(pkg, "layers.attention").MultiHeadAttention(d_model, heads)
+    if standins is None:
+        set_parameters(layer, source)
+    else:
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            setattr(layer, name, standins.map(name, d_model, d_model))
     inputs = attention_inputs(source, batch, queries, keys, d_model, self_attention)
     undo = []
     try:
-        for name, value in (("scaled_dot_product_attention", standins.attention),
-                            ("scaled_dot_product_attention_backward",
-                             standins.attention_backward)):
+        kernels = {} if standins is None else {
+            "scaled_dot_product_attention": standins.kernel,
+            "scaled_dot_product_attention_backward": standins.kernel_backward}
+        for name, value in kernels.items():
             swap_everywhere(pkg, ["layers.attention", "layers.latent_attention"], name, value,
                             undo)
         return forward_backward(layer, source, inputs, count=3, prefill=prefill)
@@ -71,65 +75,75 @@ def multihead_attention(pkg, source, d_model, heads, batch, queries, keys,
         restore(undo)
 
 
-def mla_project(pkg, source, d_model, heads, latent, batch, queries, keys):
-    """MultiHeadLatentAttention.project_backward with stand-in projections."""
-    layer = pkg.module("layers.latent_attention").MultiHeadLatentAttention(
+def mla_project(pkg, source, standins, d_model, heads, latent, batch, queries, keys):
+    """MultiHeadLatentAttention.project_backward; with stand-in projections."""
+    layer = load(pkg, "layers.latent_attention").MultiHeadLatentAttention(
         d_model, heads, latent_dim=latent, bias=True)
     D, L = d_model, latent
-    for name, d_in, d_out in (("w_q", D, D), ("w_kv_compress", D, L),
-                              ("w_k_decompress", L, D), ("w_v_decompress", L, D)):
-        setattr(layer, name, map_standin(pkg, source, name, d_in, d_out))
-    return local.project_outputs(layer, source, batch, queries, keys, D)
+    if standins is None:
+        set_parameters(layer, source)
+    else:
+        for name, d_in, d_out in (("w_q", D, D), ("w_kv_compress", D, L),
+                                  ("w_k_decompress", L, D), ("w_v_decompress", L, D)):
+            setattr(layer, name, standins.map(name, d_in, d_out))
+    q, k = source.normal("q", (batch, queries, D)), source.normal("k", (batch, keys, D))
+    layer.zero_grad()
+    Q, K, V = layer.project(q, k, k)
+    dQ, dK, dV = (source.normal(f"d{n}", np.shape(a)) for n, a in (("Q", Q), ("K", K), ("V", V)))
+    returned = layer.project_backward(dQ, dK, dV)
+    if not isinstance(returned, tuple) or len(returned) != 3:
+        raise TypeError("project_backward must return the tuple (dq, dk, dv)")
+    return {"Q": Q, "K": K, "V": V, **{f"dx.{i}": g for i, g in enumerate(returned)},
+            **{f"grad.{n}": g.copy() for n, _, g in layer.named_parameters()}}
 
 
-def block_standins(pkg, source, block, prefix, d_model, attentions):
+def block_standins(standins, block, prefix, d_model, attentions):
     """Replace a block's attention(s), feed-forward, and its sublayers' norm and dropout."""
-    kit_ = stand(pkg)
     for name in attentions:
-        A = source.normal(f"standin.{prefix}{name}.A", (d_model, d_model), d_model ** -0.5)
-        setattr(block, name, kit_["Attention"](A, source.normal(f"standin.{prefix}{name}.b",
-                                                                (d_model,))))
-    block.feed_forward = map_standin(pkg, source, f"{prefix}feed_forward", d_model, d_model)
+        setattr(block, name, standins.attention(f"{prefix}{name}", d_model))
+    block.feed_forward = standins.map(f"{prefix}feed_forward", d_model, d_model)
     for i, sub in enumerate(block.sublayers):
-        sub.norm = norm_standin(pkg, source, f"{prefix}sublayers.{i}.norm", d_model)
-        sub.dropout = kit_["Scale"](source.normal(f"standin.{prefix}sublayers.{i}.dropout",
-                                                  (d_model,)))
+        sub.norm = standins.norm(f"{prefix}sublayers.{i}.norm", d_model)
+        sub.dropout = standins.scale(f"{prefix}sublayers.{i}.dropout", (d_model,))
 
 
-def norm_standin(pkg, source, name, d_model):
-    return stand(pkg)["Norm"](source.normal(f"standin.{name}.g", (d_model,)),
-                              source.normal(f"standin.{name}.b", (d_model,)))
-
-
-def stack(pkg, source, decoder, layers, d_model, norm_first, block_only):
-    """An Encoder or Decoder (or one block of it) with stand-ins for every child."""
+def stack(pkg, source, standins, decoder, layers, d_model, norm_first, block_only):
+    """An Encoder or Decoder (or one block of it): H = 2, F = 2 D, dropout 0.2 (seeded);
+    with stand-ins for every child."""
     dotted, name = ("models.decoder", "Decoder") if decoder else ("models.encoder", "Encoder")
     attentions = ("self_attn", "cross_attn") if decoder else ("self_attn",)
-    module = pkg.module(dotted)
+    module, sizes = load(pkg, dotted), dict(dropout=0.2, norm_first=norm_first, rng=rng(4))
     if block_only:
-        block = getattr(module, name + "Block")(d_model, 2, 2 * d_model, norm_first=norm_first)
-        block_standins(pkg, source, block, "", d_model, attentions)
-        return block
-    model = getattr(module, name)(layers, d_model, 2, 2 * d_model, norm_first=norm_first)
-    for i, block in enumerate(model.layers):
-        block_standins(pkg, source, block, f"layers.{i}.", d_model, attentions)
-    if model.norm is not None:
-        model.norm = norm_standin(pkg, source, "norm", d_model)
+        model = getattr(module, name + "Block")(d_model, 2, 2 * d_model, **sizes)
+    else:
+        model = getattr(module, name)(layers, d_model, 2, 2 * d_model, **sizes)
+    if standins is None:
+        set_parameters(model, source)
+        return model
+    blocks = [("", model)] if block_only else [(f"layers.{i}.", b)
+                                               for i, b in enumerate(model.layers)]
+    for prefix, block in blocks:
+        block_standins(standins, block, prefix, d_model, attentions)
+    if not block_only and model.norm is not None:
+        model.norm = standins.norm("norm", d_model)
     return model
 
 
-def encoder(pkg, source, layers, d_model, batch, length, norm_first, block_only=False):
-    model = stack(pkg, source, False, layers, d_model, norm_first, block_only)
+def encoder(pkg, source, standins, layers, d_model, batch, length, norm_first,
+            block_only=False):
+    model = stack(pkg, source, standins, False, layers, d_model, norm_first, block_only)
     x = source.normal("x", (batch, length, d_model))
     return forward_backward(model, source, (x,), count=1)
 
 
-def decoder(pkg, source, layers, d_model, batch, length, memory_length, norm_first,
+def decoder(pkg, source, standins, layers, d_model, batch, length, memory_length, norm_first,
             block_only=False):
-    model = stack(pkg, source, True, layers, d_model, norm_first, block_only)
+    model = stack(pkg, source, standins, True, layers, d_model, norm_first, block_only)
     x = source.normal("x", (batch, length, d_model))
     memory = source.normal("memory", (batch, memory_length, d_model))
     found = forward_backward(model, source, (x, memory), count=2)
+    if standins is None:
+        return found
     return {**found, **memory_terms(model.layers if hasattr(model, "layers") else [model])}
 
 

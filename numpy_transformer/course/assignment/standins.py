@@ -21,10 +21,17 @@ shows) with a parameter (so a child whose backward runs twice, or never, shows).
     softmax_backward(dp, p, axis)   dx = p (dp - mean(dp))  (a mean, not the sum)
     decay(p)         p <- 0.97 p in place            in place of AdamW.decay
 
+The grader hands the scenarios a StandIns (the switch of harness.run_task): it
+builds these for the package under test, their arrays drawn from the task's
+source. A student copy holds no stand-ins: its local check runs each part with
+the package's own children.
+
 Harness code: this file imports nothing but NumPy, because the grading worker
 loads it by path beside the student's package (see worker.py). Stand-ins are
 built for a given package's Module class: `kit(Module)`.
 """
+
+import importlib
 
 import numpy as np
 
@@ -67,6 +74,45 @@ def kit(Module):
         _KITS[Module] = {cls.__name__: type(cls.__name__, (cls, Module), {})
                          for cls in (Map, Elementwise, Scale, Drop, Norm, Attention)}
     return _KITS[Module]
+
+
+class StandIns:
+    """The stand-ins of one task, for the package named `pkg`, their arrays from `source`;
+    each named as the child it replaces ("standin.<name>...")."""
+
+    # the functions a scenario puts in place of the package's own
+    kernel, kernel_backward = staticmethod(attention), staticmethod(attention_backward)
+    softmax_backward, decay = staticmethod(softmax_backward), staticmethod(decay)
+
+    def __init__(self, pkg, source):
+        self.classes = kit(importlib.import_module(f"{pkg}.module").Module)
+        self.source = source
+
+    def map(self, name, d_in, d_out):
+        """A Map (in place of a Linear or a FeedForward) with drawn A and b."""
+        A = self.source.normal(f"standin.{name}.A", (d_in, d_out), scale=d_in ** -0.5)
+        return self.classes["Map"](A, self.source.normal(f"standin.{name}.b", (d_out,)))
+
+    def norm(self, name, d_model):
+        return self.classes["Norm"](self.source.normal(f"standin.{name}.g", (d_model,)),
+                                    self.source.normal(f"standin.{name}.b", (d_model,)))
+
+    def scale(self, name, shape):
+        """A Scale (in place of a Dropout) with a drawn s."""
+        return self.classes["Scale"](self.source.normal(f"standin.{name}", shape))
+
+    def attention(self, name, d_model):
+        A = self.source.normal(f"standin.{name}.A", (d_model, d_model), d_model ** -0.5)
+        return self.classes["Attention"](A, self.source.normal(f"standin.{name}.b",
+                                                               (d_model,)))
+
+    def drop(self, p):
+        """A Drop (a dropout drawing a new mask at each forward), its seed drawn."""
+        seed = self.source.integers("standin.dropout_seed", (), 0, 2 ** 31)
+        return self.classes["Drop"](p, int(seed))
+
+    def elementwise(self):
+        return self.classes["Elementwise"]()
 
 
 class StandIn:

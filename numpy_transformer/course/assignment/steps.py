@@ -1,31 +1,31 @@
 """The steps the scenarios share (scenarios_layers.py, scenarios_models.py; table in harness.py).
 
-Setting parameters from a source, one forward and backward with the gradients it
-returns or adds, swapping functions of the package under test for stand-ins and
-back, and the stand-in modules built for that package's Module class.
+Importing a module of the package under test, setting parameters from a source, one
+forward and backward with the gradients it returns or adds, swapping functions of the
+package under test for stand-ins and back.
 
 Harness code: imports nothing but NumPy and the other harness files, because
 the worker loads it by path (worker.py).
 """
 
-import numpy as np
+import importlib
 
-from .standins import kit
+import numpy as np
 
 
 class TaskError(Exception):
-    """A task the worker could not run as asked (a missing or mis-shaped array)."""
+    """A task that could not run as asked (a missing or mis-shaped array)."""
 
 
-def stand(pkg):
-    """The stand-in classes (standins.py) as subclasses of the package's Module."""
-    return kit(pkg.module("module").Module)
+def load(pkg, dotted):
+    """The module `dotted` of the package named `pkg`: load("numpy_transformer", "layers.linear").
+    A plain import: nothing of the package but the modules under test is needed."""
+    return importlib.import_module(f"{pkg}.{dotted}")
 
 
-def map_standin(pkg, source, name, d_in, d_out):
-    """A stand-in Map (in place of a Linear) with drawn A and b."""
-    A = source.normal(f"standin.{name}.A", (d_in, d_out), scale=d_in ** -0.5)
-    return stand(pkg)["Map"](A, source.normal(f"standin.{name}.b", (d_out,)))
+def rng(seed):
+    """A generator for a module's own draws (its dropout masks, its initial weights)."""
+    return np.random.default_rng(seed)
 
 
 def set_parameters(module, source, scale=0.5):
@@ -85,12 +85,12 @@ def swap(owner, name, value, undo):
 
 
 def swap_everywhere(pkg, modules, name, value, undo):
-    """Replace the function `name` of pkg.module(modules[0]) by identity: every attribute of
+    """Replace the function `name` of load(pkg, modules[0]) by identity: every attribute of
     every listed module that IS that function, whatever it is called there (a student may
     import it by name, under another name, or call it through its module)."""
-    original = getattr(pkg.module(modules[0]), name)
+    original = getattr(load(pkg, modules[0]), name)
     for dotted in modules:
-        mod = pkg.module(dotted)
+        mod = load(pkg, dotted)
         for attribute in [a for a, v in vars(mod).items() if v is original]:
             swap(mod, attribute, value, undo)
 

@@ -1,8 +1,8 @@
 """The grading worker: runs one part's tasks on a student's package, in a process of its own.
 
 The teacher's process (runner.py) copies the harness files (this file, harness.py,
-steps.py, scenarios_*.py, standins.py, repair.py) into a fresh folder and starts, once per
-part,
+steps.py, scenarios_*.py, standins.py, repair.py, sandbox.py) into a fresh folder and
+starts, once per part,
 
     python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
@@ -16,8 +16,9 @@ site-packages and the script's folder out, and `isolate()` drops the
 editable-install finders and puts first a finder that finds numpy_transformer
 in the student's folder only (even where the grader is installed beside NumPy,
 in site-packages). The harness is loaded from its copy as the package
-`_nt_harness`; no reference code is ever imported here. The package is reached
-through its own gradcheck.Package (the student's). The student's files
+`_nt_harness`; no reference code is ever imported here. The student's package is
+reached by plain imports of the modules under test (steps.load), and no helper
+of theirs, so a student who breaks one loses only what uses it. The student's files
 are loaded with repair.py's loader, so that a syntax error inside a solution
 region costs that region's part only, and the modules a failed task left
 half-imported are dropped before the next task.
@@ -96,15 +97,17 @@ def describe(error):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def run_tasks(harness, pkg, tasks, inputs):
-    """Run every task on `pkg`; returns ({"<task id>.<name>": array}, {task id: status})."""
+def run_tasks(harness, tasks, inputs):
+    """Run every task on the student's package, each part alone (stand-ins for the other
+    parts' children); returns ({"<task id>.<name>": array}, {task id: status})."""
+    standins = importlib.import_module(f"{HARNESS}.standins").StandIns
     outputs, status = {}, {}
     for task in tasks:
         prefix = task["id"] + "."
         arrays = {k[len(prefix):]: inputs[k] for k in inputs.files if k.startswith(prefix)}
         loaded = set(sys.modules)
         try:
-            found = harness.run_task(pkg, task, harness.Read(arrays))
+            found = harness.run_task("numpy_transformer", task, harness.Read(arrays), standins)
         except NotImplementedError as stub:
             status[task["id"]] = {"state": "not implemented",
                                   "message": (str(stub) or "NotImplementedError")[:300]}
@@ -157,8 +160,7 @@ def main(argv):
         where = os.path.realpath(os.path.dirname(numpy_transformer.__file__))
         if where != os.path.join(student_root, "numpy_transformer"):
             raise ImportError(f"numpy_transformer came from {where}, not from {student_root}")
-        pkg = importlib.import_module("numpy_transformer.gradcheck").Package()
-        outputs, status = run_tasks(harness, pkg, tasks, inputs)
+        outputs, status = run_tasks(harness, tasks, inputs)
     except Exception as error:                                      # noqa: BLE001
         outputs, status = {}, {"fatal": {"state": "error", "message": describe(error)}}
     write_results(outputs_path, outputs, status_path, status)
