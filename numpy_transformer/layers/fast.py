@@ -1,20 +1,23 @@
-"""Faster forms of three NumPy reductions, for the layers' hot paths. Same numbers, no new math.
+"""Faster forms of a few NumPy calls, for the layers' hot paths. Same numbers, no new math.
 
 Every function here is a drop-in replacement for one plain NumPy call, named
 after it and stated in its docstring; read `fast.sum(a, axis=0)` as
 `a.sum(axis=0)`. They exist because NumPy reduces a short axis slowly: summing
 or taking the max over rows of 32 or 64 numbers runs one small loop per row,
 and in a small model those reductions (softmax rows, LayerNorm statistics,
-bias gradients) cost as much as the matrix products around them.
+bias gradients) cost as much as the matrix products around them. `add.at`, the
+scatter-add of the embedding's gradient, is slow in NumPy and missing in CuPy.
 
     fast.sum(a, axis)    a.sum(axis=axis)    first or last axis: one matrix-vector product
     fast.mean(a, axis)   a.mean(axis=axis)   the same, divided by the axis length
     fast.max(a, axis)    a.max(axis=axis)    a short last axis: reduced as columns instead
     fast.ones(a, n)      xp.ones(n, a.dtype) made once per size and kept (read only)
+    fast.add_at(a, i, v) xp.add.at(a, i, v)  rows sorted by index, each run summed by add.reduceat
 
 Any other axis falls back to the plain call. tests/core/test_fast.py checks each
 function against its plain form. Results agree up to rounding (a matrix-vector
-product adds in another order than NumPy's pairwise sum); `max` is exact.
+product adds in another order than NumPy's pairwise sum, `add_at` sums a repeated
+index's rows in another order); `max` is exact.
 """
 
 from ..backend import xp
@@ -76,3 +79,25 @@ def max(a, axis, keepdims=False):  # noqa: A001
     columns = xp.ascontiguousarray(a.reshape(-1, n).T)           # (n, N)
     m = columns.max(axis=0).reshape(a.shape[:-1])                 # (...,)
     return m[..., None] if keepdims else m                        # (..., 1) or (...,)
+
+
+def add_at(a, index, values):
+    """Same as `xp.add.at(a, index, values)` for integer indices into the first axis of `a`:
+    a[index[i]] += values[i] for every i, a repeated index adding every time.
+
+    Shapes: a (V, ...), index any shape (N entries in all), values index.shape + a.shape[1:].
+    The N rows are sorted by index, so that equal indices sit next to each other, and
+    one `add.reduceat` sums every run at once; the run's distinct indices then take a
+    plain fancy-index +=. NumPy's `add.at` is several times slower, CuPy has none.
+    """
+    flat = index.reshape(-1)                                      # (N,)
+    if flat.size == 0:
+        return
+    rows = values.reshape((flat.size,) + a.shape[1:])             # (N, ...)
+    order = xp.argsort(flat)                                      # (N,)
+    sorted_index = flat[order]                                    # (N,)
+    first = xp.ones(flat.shape, dtype=xp.bool_)                   # (N,) True where a run starts
+    first[1:] = sorted_index[1:] != sorted_index[:-1]
+    starts = xp.flatnonzero(first)                                # (U,)  U distinct indices
+    sums = xp.add.reduceat(rows[order], starts, axis=0)           # (U, ...)
+    a[sorted_index[starts]] += sums                               # distinct rows: += is safe

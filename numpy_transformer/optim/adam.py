@@ -6,7 +6,8 @@ With gradient g_t at step t (t = 1, 2, ...), for every parameter p:
     p   <- p * (1 - lr * wd)             (AdamW only: decoupled weight decay, applied first)
     m_t = b1 m_{t-1} + (1 - b1) g_t       first moment (running mean of g)
     v_t = b2 v_{t-1} + (1 - b2) g_t^2     second moment (running mean of g^2)
-    p  <- p - lr / (1 - b1^t) * m_t / (sqrt(v_t) / sqrt(1 - b2^t) + eps)
+    m_hat = m_t / (1 - b1^t),  v_hat = v_t / (1 - b2^t)     bias corrections
+    p  <- p - lr * m_hat / (sqrt(v_hat) + eps)
 
 m and v start at 0, so early on they are biased towards 0 by factors
 (1 - b1^t) and (1 - b2^t); dividing by them undoes the bias. On the first step
@@ -18,11 +19,12 @@ the gradient, so weights with large gradients are barely decayed. AdamW
 (Loshchilov & Hutter, 2019) shrinks every weight by the same factor instead.
 """
 
-import math
+import functools
 
 from ..backend import xp
 from ..validation import message
 from ..validation import check_nonnegative, check_positive, check_unit_interval
+from . import fast as fast_forms
 from .base import Optimizer
 from ..errors import InputTypeError
 
@@ -31,16 +33,22 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015) with L2 weight decay, exactly as torch.optim.Adam.
 
     State per parameter: exp_avg (m) and exp_avg_sq (v), shaped like the parameter.
+    fast: step() runs optim/fast.py's `adam_update` in place of `_update` (the same
+    numbers to rounding, in two scratch buffers; the Trainer's choice).
     """
 
     buffer_names = ("exp_avg", "exp_avg_sq")
-    num_scratch = 2
     decoupled = False   # AdamW sets True
 
     def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 param_groups=None):
+                 param_groups=None, fast=False):
+        if not isinstance(fast, bool):
+            raise InputTypeError(message("fast", "True or False", repr(fast)))
+        self.fast, self.num_scratch = fast, 2 if fast else 0
         super().__init__(model, param_groups, lr=lr, betas=betas, eps=eps,
                          weight_decay=weight_decay)
+        if fast:                                      # chosen once, here
+            self._update = functools.partial(fast_forms.adam_update, self)
 
     def _configure(self, lr, betas, eps, weight_decay):
         check_positive(lr, "lr")
@@ -57,34 +65,28 @@ class Adam(Optimizer):
         return {"lr": self.lr, "betas": self.betas, "eps": self.eps,
                 "weight_decay": self.weight_decay}
 
-    def _update(self, p, g, state, scratch):
+    def _update(self, p, g, state, scratch, weight_decay):
+        """One update of p, in place, with wd = weight_decay (its group's): the module
+        docstring's lines,
+
+            m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2,
+            m_hat = m / (1 - b1^t),   v_hat = v / (1 - b2^t),
+            p <- p - lr m_hat / (sqrt(v_hat) + eps)
+
+        m, v and p are written in place, never rebound (scratch: unused here)."""
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        s1, s2 = scratch
-        (b1, b2), t, wd = self.betas, self.step_count, self.weight_decay
+        (b1, b2), t, wd = self.betas, self.step_count, weight_decay
         if wd and self.decoupled:
-            self.decay(p)                             # AdamW: p <- p (1 - lr wd), first
+            self.decay(p, wd)                         # AdamW: p <- p (1 - lr wd), first
         # BEGIN SOLUTION adam
         # HINT: in place: L2 decay (Adam only), m and v, then the bias-corrected step (docstring)
         if wd and not self.decoupled:
-            xp.multiply(p, wd, out=s1)                # Adam: g <- g + wd p, in s1
-            s1 += g
-            g = s1
-        m *= b1                                       # m = b1 m + (1 - b1) g
-        xp.multiply(g, 1 - b1, out=s2)
-        m += s2
-        v *= b2                                       # v = b2 v + (1 - b2) g^2
-        xp.multiply(g, g, out=s2)
-        s2 *= 1 - b2
-        v += s2
-        # Bias corrections folded into two scalars (one pass fewer), with c = sqrt(1 - b2^t):
-        # lr / (1 - b1^t) * m / (sqrt(v) / c + eps) = step * m / (sqrt(v) + eps c)
-        c = math.sqrt(1 - b2**t)
-        step = self.lr * c / (1 - b1**t)
-        xp.sqrt(v, out=s2)                            # denom = sqrt(v) + eps c
-        s2 += self.eps * c
-        xp.divide(m, s2, out=s2)                      # p -= step * m / denom
-        s2 *= step
-        p -= s2
+            g = g + wd * p                            # Adam: L2 decay joins the gradient
+        m[...] = b1 * m + (1 - b1) * g                # first moment
+        v[...] = b2 * v + (1 - b2) * g * g            # second moment
+        m_hat = m / (1 - b1**t)                       # bias corrections
+        v_hat = v / (1 - b2**t)
+        p -= self.lr * m_hat / (xp.sqrt(v_hat) + self.eps)
         # END SOLUTION
 
 
@@ -99,14 +101,14 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                 param_groups=None):
+                 param_groups=None, fast=False):
         super().__init__(model, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         param_groups=param_groups)
+                         param_groups=param_groups, fast=fast)
 
-    def decay(self, p):
+    def decay(self, p, weight_decay):
         """Decoupled weight decay of one parameter, in place: p <- p (1 - lr wd), with the
-        current lr (a schedule may have changed it) and wd = weight_decay."""
+        current lr (a schedule may have changed it) and wd = weight_decay (its group's)."""
         # BEGIN SOLUTION adamw
         # HINT: shrink p in place (never rebind it) by the factor 1 - lr * weight_decay
-        p *= 1 - self.lr * self.weight_decay
+        p *= 1 - self.lr * weight_decay
         # END SOLUTION

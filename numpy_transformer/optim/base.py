@@ -19,15 +19,16 @@ the module tree again (for a small model that walk costs as much as the update).
 
 Parameter groups (as torch.optim's param_groups): `param_groups=[{"params": [names
 or arrays], "weight_decay": wd}, ...]` gives each group its own weight decay
-(optim/groups.py `decay_groups`: matrices decay, vectors do not); every parameter
-is in exactly one group. Without them, one group uses the optimizer's weight_decay.
+(optim/groups.py: `decay_groups` makes them, matrices decay and vectors do not,
+`resolve_groups` checks them); every parameter is in exactly one group. Without
+them, one group uses the optimizer's weight_decay. `step()` hands each update its
+group's weight decay.
 """
 
-import numbers
-
 from ..backend import to_numpy, xp
-from ..validation import check_nonnegative, message
+from ..validation import message
 from ..errors import InputError, InputTypeError
+from .groups import resolve_groups
 
 
 def _plain(value):
@@ -35,71 +36,12 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-GROUP_KEYS = ("params", "weight_decay")   # what a parameter group may set
-
-
-def resolve_groups(param_groups, named):
-    """The groups as [{"params": [names], maybe "weight_decay": wd}], checked.
-
-    `named` is the model's [(name, param, grad)]. None gives one group of every
-    parameter that uses the optimizer's weight_decay. Raises InputError for an
-    unknown parameter, a parameter in two groups or in none, or an unknown key.
-    """
-    names = [name for name, _, _ in named]
-    if param_groups is None:
-        return [{"params": names}]
-    if not isinstance(param_groups, (list, tuple)) or not param_groups:
-        raise InputTypeError(message("param_groups", "a non-empty list of dicts",
-                                     repr(param_groups)[:80]))
-    by_id = {id(param): name for name, param, _ in named}
-    groups, seen = [], set()
-    for i, group in enumerate(param_groups):
-        groups.append(_resolve_group(group, f"param_groups[{i}]", by_id, set(names), seen))
-    missing = [name for name in names if name not in seen]
-    if missing:
-        raise InputError(message("param_groups", "every parameter of the model in one group",
-                                 f"{len(missing)} in none: {missing[:5]}"))
-    return groups
-
-
-def _resolve_group(group, where, by_id, known, seen):
-    """One group with its params as names; adds them to `seen` (each name only once)."""
-    if not isinstance(group, dict) or "params" not in group:
-        raise InputTypeError(message(where, "a dict with key 'params'", repr(group)[:80]))
-    unknown_keys = sorted(set(group) - set(GROUP_KEYS))
-    if unknown_keys:
-        raise InputError(message(where, f"keys among {list(GROUP_KEYS)}", f"keys {unknown_keys}"))
-    resolved = {"params": [_param_name(p, where, by_id, known) for p in group["params"]]}
-    if "weight_decay" in group:
-        wd = group["weight_decay"]
-        check_nonnegative(wd, f"{where}['weight_decay']")
-        resolved["weight_decay"] = float(wd) if isinstance(wd, numbers.Real) else wd
-    for name in resolved["params"]:
-        if name in seen:
-            raise InputError(message(where, "parameters in no other group",
-                                     f"{name!r} a second time"))
-        seen.add(name)
-    return resolved
-
-
-def _param_name(p, where, by_id, known):
-    """A parameter's dotted name, from its name or the array itself."""
-    if isinstance(p, str):
-        if p not in known:
-            raise InputError(message(f"{where}['params']", "names of the model's parameters",
-                                     repr(p)))
-        return p
-    if id(p) not in by_id:
-        raise InputError(message(f"{where}['params']", "the model's parameter arrays or names",
-                                 f"an unknown {type(p).__name__}"))
-    return by_id[id(p)]
-
-
 class Optimizer:
     """Base class. Subclasses set `buffer_names` and `num_scratch` and define
     `_configure(**hyperparameters)` (validate and store), `hyperparameters()` and
-    `_update(param, grad, state, scratch)` (one in-place update of one parameter),
-    and have a `weight_decay` attribute (a parameter group's stands in for it in step).
+    `_update(param, grad, state, scratch, weight_decay)` (one in-place update of one
+    parameter, with its group's weight decay), and have a `weight_decay` attribute
+    (the decay of a group that sets none).
 
     Attributes: `model`, `lr` (plain attribute: schedules assign it), `step_count`
     (number of `step()` calls so far; the first update is step 1), `state`
@@ -145,19 +87,15 @@ class Optimizer:
     def step(self):
         """Apply one update to every parameter, in place, from the gradients in the model.
 
-        The parameters are those the model had when the optimizer was built.
-        Each parameter group's "weight_decay" stands in for the optimizer's own during
-        the update of its parameters (a group without one uses the optimizer's).
+        The parameters are those the model had when the optimizer was built. Each
+        parameter group's "weight_decay" is its parameters' (a group without one uses
+        the optimizer's own).
         """
         self.step_count += 1
-        default = self.weight_decay
-        try:
-            for group, slots in self._grouped:
-                self.weight_decay = group.get("weight_decay", default)
-                for param, grad, state, scratch in slots:
-                    self._update(param, grad, state, scratch)
-        finally:
-            self.weight_decay = default
+        for group, slots in self._grouped:
+            weight_decay = group.get("weight_decay", self.weight_decay)
+            for param, grad, state, scratch in slots:
+                self._update(param, grad, state, scratch, weight_decay)
 
     def zero_grad(self):
         """Zero the model's gradients (in place): call once per training step."""

@@ -50,11 +50,11 @@ class SGD(Optimizer):
         return {"lr": self.lr, "momentum": self.momentum,
                 "weight_decay": self.weight_decay, "nesterov": self.nesterov}
 
-    def _update(self, p, g, state, scratch):
+    def _update(self, p, g, state, scratch, weight_decay):
         s1, s2 = scratch
         d = g
-        if self.weight_decay:
-            xp.multiply(p, self.weight_decay, out=s1)     # d = g + wd p
+        if weight_decay:
+            xp.multiply(p, weight_decay, out=s1)          # d = g + wd p
             s1 += g
             d = s1
         if self.momentum:

@@ -61,8 +61,9 @@ class Trainer:
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
         groups = decay_groups(model, c.weight_decay, decay_embeddings=True)  # no bias, norm
-        self.optimizer = (AdamW if c.weight_decay else Adam)(
-            model, lr=c.lr, betas=c.betas, weight_decay=c.weight_decay, param_groups=groups)
+        self.optimizer = (AdamW if c.weight_decay else Adam)(    # fast: optim/fast.py's form
+            model, lr=c.lr, betas=c.betas, weight_decay=c.weight_decay, param_groups=groups,
+            fast=True)
         self.scheduler = Scheduler(self.optimizer, c.make_schedule(model.config.d_model))
         self.loss_fn = CrossEntropyLoss(ignore_index=model.config.pad_id,
                                         label_smoothing=c.label_smoothing)

@@ -75,7 +75,7 @@ def random_steps(model, optimizer, steps, seed):
     return history
 
 
-def test_old_call_is_one_group_and_weight_decay_is_restored(float64):
+def test_old_call_is_one_group_and_weight_decay_is_left_alone(float64):
     models = [small_gpt(), small_gpt()]
     names = [n for n, _, _ in models[1].named_parameters()]
     plain = AdamW(models[0], lr=1e-2, weight_decay=0.2)
@@ -88,19 +88,20 @@ def test_old_call_is_one_group_and_weight_decay_is_restored(float64):
     grouped_zero = AdamW(models[1], lr=1e-2, weight_decay=0.2,
                          param_groups=[{"params": names, "weight_decay": 0.0}])
     random_steps(models[1], grouped_zero, 1, seed=2)
-    assert grouped_zero.weight_decay == 0.2            # the group's value only during step
+    assert grouped_zero.weight_decay == 0.2            # the group's value goes to each update
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("decay_embeddings", [False, True])
-def test_adamw_groups_match_pytorch(float64, decay_embeddings):
+def test_adamw_groups_match_pytorch(float64, decay_embeddings, fast):
     torch = pytest.importorskip("torch")
     model = small_gpt()
     init = {n: to_numpy(p).copy() for n, p, _ in model.named_parameters()}
     groups = decay_groups(model, 0.3, decay_embeddings=decay_embeddings)
     groups[1].pop("weight_decay")                       # this group: the optimizer's 0.05
     optimizer = AdamW(model, lr=5e-3, betas=(0.8, 0.95), weight_decay=0.05,
-                      param_groups=groups)
+                      param_groups=groups, fast=fast)
     history = random_steps(model, optimizer, 6, seed=4)
     tensors = {n: torch.tensor(v, dtype=torch.float64) for n, v in init.items()}
     torch_groups = [{**g, "params": [tensors[n] for n in g["params"]]} for g in groups]
@@ -139,6 +140,6 @@ def test_trainer_decays_matrices_and_embeddings_not_biases_or_norms(float64):
     from numpy_transformer.training import TrainConfig, Trainer
     model = small_gpt()
     optimizer = Trainer(model, None, TrainConfig(weight_decay=0.1), log=None).optimizer
-    assert isinstance(optimizer, AdamW)
+    assert isinstance(optimizer, AdamW) and optimizer.fast          # the scratch-buffer form
     assert optimizer.param_groups == decay_groups(model, 0.1, decay_embeddings=True)
     assert "embed.weight" in optimizer.param_groups[0]["params"]

@@ -1,9 +1,9 @@
-"""layers/fast.py: each faster reduction gives what its plain NumPy call gives."""
+"""layers/fast.py: each faster form gives what its plain NumPy call gives."""
 
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import to_numpy
+from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.layers import fast
 
 SHAPES = [(7,), (5, 3), (1, 4), (4, 1), (2, 3, 4), (2, 3, 1, 70), (3, 2, 5, 33), (0, 4)]
@@ -51,3 +51,28 @@ def test_inputs_are_not_changed(rng):
         for axis in (0, -1):
             f(a, axis, keepdims=True)
     np.testing.assert_array_equal(a, before)
+
+
+ADD_AT_CASES = {                               # name: (V, index), the index as host integers
+    "repeated ids": (7, np.array([[3, 1, 3, 0], [6, 3, 1, 1]])),
+    "all the same id": (5, np.full((3, 4), 2)),
+    "length one": (4, np.array([[3]])),
+    "every id once, flat": (6, np.array([5, 0, 4, 1, 3, 2])),
+    "no ids": (3, np.zeros((2, 0), dtype=np.int64)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", list(ADD_AT_CASES))
+def test_add_at_is_numpys_add_at(rng, case, dtype):
+    V, index = ADD_AT_CASES[case]
+    a = rng.normal(size=(V, 3, 2)).astype(dtype)
+    values = rng.normal(size=index.shape + (3, 2)).astype(dtype)
+    want = to_numpy(a).copy()
+    np.add.at(want, index, to_numpy(values))
+    values_before = to_numpy(values).copy()
+    assert fast.add_at(a, xp.asarray(index), values) is None   # in place, as add.at
+    assert to_numpy(a).dtype == dtype
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(to_numpy(a), want, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(to_numpy(values), values_before)

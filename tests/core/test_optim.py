@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import get_default_dtype, to_numpy, xp
+from numpy_transformer.backend import default_dtype, get_default_dtype, to_numpy, xp
 from numpy_transformer.layers.linear import Linear
 from numpy_transformer.module import Module
 from numpy_transformer.optim import (SGD, Adam, AdamW, ConstantSchedule, NoamSchedule,
@@ -94,9 +94,12 @@ def test_float32_parameters_stay_float32(rng):
         assert all(a.dtype == np.float32 for bufs in opt.state.values() for a in bufs.values())
 
 
-@pytest.mark.parametrize("make", [lambda m: Adam(m, weight_decay=0.1), lambda m: AdamW(m),
+@pytest.mark.parametrize("make", [lambda m: Adam(m, weight_decay=0.1, fast=True),
+                                  lambda m: AdamW(m, fast=True),
                                   lambda m: SGD(m, momentum=0.9, nesterov=True, weight_decay=0.1)])
-def test_step_allocates_no_parameter_sized_arrays(float64, make):
+def test_fast_step_allocates_no_parameter_sized_arrays(float64, make):
+    """The fast forms (the Trainer's) update in scratch buffers; the plain Adam makes
+    temporaries, as the textbook lines do."""
     model = Linear(500, 400, rng=np.random.default_rng(0))      # weight: 1.6 MB
     fill_grads(model, np.random.default_rng(1))
     optimizer = make(model)
@@ -134,13 +137,15 @@ CASES = [  # (optimizer, keyword arguments), the same for ours and torch.optim's
 
 @pytest.mark.torch
 @pytest.mark.parametrize("steps", [1, 5])
-@pytest.mark.parametrize("ours, kwargs", CASES)
-def test_matches_pytorch(float64, ours, kwargs, steps):
+@pytest.mark.parametrize("ours, kwargs, fast", [(*case, False) for case in CASES]
+                         + [(*case, True) for case in CASES if case[0] is not SGD])
+def test_matches_pytorch(float64, ours, kwargs, fast, steps):
+    """fast=True: Adam's scratch-buffer form (optim/fast.py), the Trainer's."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(7)
     model = Tiny(rng)
     init = snapshot(model)
-    optimizer = ours(model, **kwargs)
+    optimizer = ours(model, **kwargs, **({"fast": True} if fast else {}))
     history = []
     for _ in range(steps):
         fill_grads(model, rng)
@@ -150,6 +155,31 @@ def test_matches_pytorch(float64, ours, kwargs, steps):
     expected = run_torch(torch, lambda ps: torch_optimizer(ps, **kwargs), init, history)
     for name, p, _ in model.named_parameters():
         np.testing.assert_allclose(p, expected[name], rtol=1e-12, atol=1e-12)
+
+
+ADAM_CASES = [case for case in CASES if case[0] in (Adam, AdamW)]
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-13), (np.float32, 2e-6)])
+@pytest.mark.parametrize("ours, kwargs", ADAM_CASES)
+def test_fast_adam_is_the_plain_adam(dtype, tol, ours, kwargs):
+    """optim/fast.py's adam_update gives Adam's plain update, to rounding, step after step
+    (with parameter groups: one with L2 or decoupled decay, one without)."""
+    with default_dtype(dtype):
+        models = [Tiny(np.random.default_rng(5)) for _ in range(2)]
+    found = []
+    for model, fast in zip(models, (False, True)):
+        groups = [{"params": ["proj.weight", "scale"]},
+                  {"params": ["proj.bias"], "weight_decay": 0.0}]
+        optimizer = ours(model, **kwargs, param_groups=groups, fast=fast)
+        grads = np.random.default_rng(11)
+        for _ in range(6):
+            fill_grads(model, grads, scale=10.0 ** grads.integers(-3, 3))
+            optimizer.step()
+        found.append({name: to_numpy(p) for name, p, _ in model.named_parameters()})
+    for name in found[0]:
+        np.testing.assert_allclose(found[1][name], found[0][name], rtol=tol, atol=tol,
+                                   err_msg=name)
 
 
 @pytest.mark.parametrize("make", [lambda m: Adam(m, lr=1e-2, weight_decay=0.1),
@@ -304,3 +334,12 @@ def test_scheduler_sets_the_rate_of_the_next_update(float64, rng):
 def test_bad_arguments(float64, rng, make, error, fragment):
     with pytest.raises(error, match=fragment):
         make(Tiny(rng))
+
+
+def test_fast_is_true_or_false_and_no_hyperparameter(rng):
+    model = Tiny(rng)
+    with pytest.raises(TypeError, match="fast: expected True or False"):
+        Adam(model, fast=1)
+    fast, plain = AdamW(model, fast=True), AdamW(model)
+    assert fast.hyperparameters() == plain.hyperparameters()     # checkpoints: the same format
+    assert fast.num_scratch == 2 and plain.num_scratch == 0

@@ -71,14 +71,9 @@ dh = self.dropout.backward(dh)
 dh = self.activation.backward(dh)
 return self.linear_1.backward(dh)""",
     "Embedding.backward": """
-ids, D = self.saved_for_backward(), self.d_model
-flat, dy2 = ids.reshape(-1), dy.reshape(-1, D)
-rows, where = xp.unique(flat, return_inverse=True)
-sums = xp.zeros((len(rows), D), dtype=dy2.dtype)
-xp.add.at(sums, where, dy2)
-if self.scale:
-    sums *= self.multiplier
-self.grads["weight"][rows] += sums""",
+ids = self.saved_for_backward()
+fast.add_at(self.grads["weight"], ids, dy * self.multiplier)
+return None""",
     "CrossEntropyLoss.backward": """
 V, eps = shape[-1], self.label_smoothing
 scale = valid.astype(p.dtype) * (float(dloss) / max(self.num_tokens, 1))
@@ -90,14 +85,12 @@ dx *= scale[:, None]
 return dx.reshape(shape)""",
     "Adam._update": """
 if wd and not self.decoupled:
-    g = p * wd + g
-m *= b1
-m += g * (1 - b1)
-v *= b2
-v += g * g * (1 - b2)
-c = math.sqrt(1 - b2**t)
-step = self.lr * c / (1 - b1**t)
-p -= m / (xp.sqrt(v) + self.eps * c) * step""",
+    g = g + wd * p
+m[...] = b1 * m + (1 - b1) * g
+v[...] = b2 * v + (1 - b2) * g * g
+m_hat = m / (1 - b1**t)
+v_hat = v / (1 - b2**t)
+p -= self.lr * m_hat / (xp.sqrt(v_hat) + self.eps)""",
     "EncoderBlock.backward": """
 dx, df = self.sublayers[1].exit_backward(dout)
 dh = self.feed_forward.backward(df)

@@ -144,7 +144,8 @@ def adam(pkg, source, standins, steps, hyper, shapes, optimizer="Adam"):
 
 
 def adamw_decay(pkg, source, standins, lrs, weight_decay, shape):
-    """AdamW.decay(p) on one parameter, once per learning rate (a schedule changes lr)."""
+    """AdamW.decay(p, weight_decay) on one parameter, once per learning rate (a schedule
+    changes lr)."""
     model = one_parameter_model(pkg, source, {"w": shape})
     optimizer = load(pkg, "optim.adam").AdamW(model, lr=lrs[0], weight_decay=weight_decay)
     p, found, undo = model.params["w"], {}, []
@@ -152,7 +153,7 @@ def adamw_decay(pkg, source, standins, lrs, weight_decay, shape):
         for i, lr in enumerate(lrs):
             before = p.copy()
             swap(optimizer, "lr", lr, undo)
-            optimizer.decay(p)
+            optimizer.decay(p, weight_decay)
             found[f"change.{i}"] = model.params["w"] - before
     finally:
         restore(undo)

@@ -19,7 +19,7 @@ shows) with a parameter (so a child whose backward runs twice, or never, shows).
     attention(q, k, v, mask, dropout) / attention_backward(...)   the kernel's stand-in:
                      W = tanh(q k^T / 2), O = W v + q     (no softmax, no scale)
     softmax_backward(dp, p, axis)   dx = p (dp - mean(dp))  (a mean, not the sum)
-    decay(p)         p <- 0.97 p in place            in place of AdamW.decay
+    decay(p, wd)     p <- 0.97 p in place            in place of AdamW.decay
 
 The grader hands the scenarios a StandIns (the switch of harness.run_task): it
 builds these for the package under test, their arrays drawn from the task's
@@ -61,7 +61,7 @@ def softmax_backward(dp, p, axis=-1):
     return p * (dp - dp.mean(axis=axis, keepdims=True))
 
 
-def decay(p):
+def decay(p, weight_decay):
     """Stand-in for AdamW.decay: p <- 0.97 p in place (no learning rate, no weight_decay)."""
     p *= 0.97
 
