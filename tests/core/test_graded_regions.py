@@ -36,8 +36,7 @@ BOUNDS = {   # part: the most code lines one of its regions may have
 }
 BUILTINS = {"range", "len", "reversed", "zip", "enumerate", "isinstance", "float", "int",
             "max", "min", "sum", "tuple", "list"}
-CORE_FUNCTIONS = {"softmax_backward", "split_heads", "merge_heads", "get_default_dtype",
-                  "self_attention_backward"}
+CORE_FUNCTIONS = {"softmax_backward", "get_default_dtype"}   # imported into a region's file
 ARRAY_METHODS = {"reshape", "transpose", "swapaxes", "sum", "mean", "max", "copy", "astype",
                  "ravel", "fill"}
 PART_METHODS = {"forward", "backward", "reapply"}
