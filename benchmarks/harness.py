@@ -142,7 +142,7 @@ class NumpyTrainer:
         if state is not None:
             self.model.load_state_dict(state)
         self.loss_fn = CrossEntropyLoss(ignore_index=PAD, label_smoothing=LABEL_SMOOTHING)
-        self.optimizer = Adam(self.model, **ADAM)
+        self.optimizer = Adam(self.model, **ADAM, fast=True)     # as the Trainer builds it
         # On the active device once, as the data pipeline would (NumPy: the same arrays).
         self.src, self.tgt_in, self.tgt_out = (on_device(a) for a in make_batch(setup))
 
