@@ -318,7 +318,7 @@ def test_scheduler_sets_the_rate_of_the_next_update(float64, rng):
     (lambda m: AdamW(m, param_groups={"params": []}), TypeError, "param_groups"),
     (lambda m: clip_grad_norm(m, max_norm=0.0), ValueError, "max_norm: expected a number > 0"),
     (lambda m: clip_grad_norm(m.grads["scale"], max_norm=1.0), TypeError,
-     "grads: expected a list of gradient arrays or a Module, got ndarray"),
+     "grads: expected a list of gradient arrays or a Module, got (ndarray|DeviceArray)"),
     (lambda m: NoamSchedule(d_model=512, warmup_steps=0), ValueError,
      "warmup_steps: expected an integer >= 1, got 0"),
     (lambda m: NoamSchedule(d_model=0), ValueError, "d_model"),
