@@ -90,10 +90,11 @@ def residual_module(rng, norm_first, D=8, F=12):
             self.ff = FeedForward(D, F, rng=rng)
 
         def forward(self, x):
-            return super().forward(x, self.ff.forward)
+            return self.exit(x, self.ff.forward(self.enter(x)))
 
         def backward(self, dout):
-            return super().backward(dout, self.ff.backward)
+            dx, df = self.exit_backward(dout)
+            return dx + self.enter_backward(self.ff.backward(df))
 
     return perturb(Residual(), rng)
 

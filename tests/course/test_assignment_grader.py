@@ -47,8 +47,6 @@ BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape
     "CrossEntropyLoss.backward": "return xp.zeros(shape, dtype=p.dtype)",
     "DecoderBlock.backward":
         "return xp.zeros_like(dout), xp.zeros_like(self.cross_attn.saved[1])",
-    "DecoderBlock.cross_attention_backward":
-        "return xp.zeros_like(dy), xp.zeros_like(self.cross_attn.saved[1])",
     "Decoder.backward":
         "return xp.zeros_like(dout), xp.zeros_like(self.layers[0].cross_attn.saved[1])",
     "EncoderBlock.backward": "return xp.zeros_like(dout)",
