@@ -162,9 +162,10 @@ ADAM_CASES = [case for case in CASES if case[0] in (Adam, AdamW)]
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("ours, kwargs", ADAM_CASES)
-def test_fast_adam_is_the_plain_adam_bit_for_bit(dtype, ours, kwargs):
-    """optim/fast.py's adam_update gives Adam's plain update exactly, step after step
-    (with parameter groups: one with L2 or decoupled decay, one without)."""
+def test_fast_adam_is_the_plain_adam(dtype, ours, kwargs):
+    """optim/fast.py's adam_update gives Adam's plain update, step after step, to rounding
+    (it folds the bias corrections into two scalars: another order of the same operations),
+    with parameter groups: one with L2 or decoupled decay, one without."""
     with default_dtype(dtype):
         models = [Tiny(np.random.default_rng(5)) for _ in range(2)]
     found = []
@@ -179,7 +180,9 @@ def test_fast_adam_is_the_plain_adam_bit_for_bit(dtype, ours, kwargs):
         found.append({name: to_numpy(p) for name, p, _ in model.named_parameters()})
     for name in found[0]:
         assert found[1][name].dtype == dtype
-        np.testing.assert_array_equal(found[1][name], found[0][name], err_msg=name)
+        tol = 1e-13 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(found[1][name], found[0][name], rtol=tol, atol=tol,
+                                   err_msg=name)
 
 
 @pytest.mark.parametrize("make", [lambda m: Adam(m, lr=1e-2, weight_decay=0.1),
