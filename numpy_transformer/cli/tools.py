@@ -25,6 +25,9 @@ def add_parsers(commands):
     p.add_argument("--layers-only", action="store_true", help="skip the whole-model checks")
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random inputs (default 0)")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the report as a Markdown table of each case's largest relative "
+                   "error, to 2 significant digits (docs/gradcheck.md's table)")
     add_common(p)
     p.set_defaults(run=run_gradcheck)
 
@@ -59,7 +62,8 @@ def add_parsers(commands):
 
 def run_gradcheck(args):
     from ..tools.gradcheck_report import run_report
-    return 0 if run_report(models=not args.layers_only, seed=args.seed) else 1
+    return 0 if run_report(models=not args.layers_only, seed=args.seed,
+                           markdown=args.markdown) else 1
 
 
 def run_figures(args):

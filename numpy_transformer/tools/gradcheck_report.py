@@ -31,16 +31,21 @@ def _summary(all_passed, stubs):
             f"{' (assignment parts: ' + ', '.join(parts) + ')' if parts else ''}; {verdict}")
 
 
-def run_report(models=True, seed=0, max_coords=60, out=print):
+def run_report(models=True, seed=0, max_coords=60, out=print, markdown=False):
     """Print a gradient-check report for every layer, stack (and model); True if all pass.
 
     seed: offsets every case's own seed (0: the cases as the tests run them);
-    max_coords: coordinates sampled per tensor of a model.
+    max_coords: coordinates sampled per tensor of a model;
+    markdown: print the report as docs/gradcheck.md's table (`gradcheck --markdown`), each
+    error to the digits the page shows (MARKDOWN_DIGITS), and no verdict line.
     A case whose code raises NotImplementedError (a stub) is reported and skipped;
     it makes the result False.
     """
     cases = LAYER_CASES + STACK_CASES + (MODEL_CASES if models else [])
     all_passed, stubs = True, []
+    if markdown:
+        out("| case | max relative error |")
+        out("| --- | ---: |")
     with default_dtype("float64"):
         for case in cases:
             sampled = max_coords if case in MODEL_CASES else case.max_coords
@@ -50,14 +55,27 @@ def run_report(models=True, seed=0, max_coords=60, out=print):
                 report = case.run()
             except NotImplementedError as stub:
                 stubs.append(str(stub) or "NotImplementedError")
-                out(f"todo {case.name:<60} not implemented: {stubs[-1]}")
+                out(f"| {case.name} | not implemented |" if markdown else
+                    f"todo {case.name:<60} not implemented: {stubs[-1]}")
                 continue
             all_passed &= report.passed
-            status = "ok  " if report.passed else "FAIL"
-            out(f"{status} {case.name:<60} max rel err {report.max_rel_error:9.2e}  "
-                f"({sum(r.checked for r in report.rows)} coords, "
-                f"{time.perf_counter() - start:.1f} s)")
-            if not report.passed:
+            out(_line(case, report, time.perf_counter() - start, markdown))
+            if not report.passed and not markdown:
                 out(str(report))
-    out(_summary(all_passed, stubs))
+    if not markdown:
+        out(_summary(all_passed, stubs))
     return all_passed and not stubs
+
+
+MARKDOWN_DIGITS = 2       # significant digits of the page's errors: those this machine's
+#                           runs reproduce; another BLAS may round the last one otherwise
+
+
+def _line(case, report, seconds, markdown):
+    """One case's line of the report (or row of the markdown table)."""
+    if markdown:
+        error = f"{report.max_rel_error:.{MARKDOWN_DIGITS - 1}e}"
+        return f"| {case.name} | {error if report.passed else '**FAIL** ' + error} |"
+    status = "ok  " if report.passed else "FAIL"
+    return (f"{status} {case.name:<60} max rel err {report.max_rel_error:9.2e}  "
+            f"({sum(r.checked for r in report.rows)} coords, {seconds:.1f} s)")

@@ -1,10 +1,14 @@
-"""docs/gradcheck.md's table is what `python -m numpy_transformer gradcheck` prints.
+"""docs/gradcheck.md's table is what `python -m numpy_transformer gradcheck --markdown` prints.
 
-The page quotes the report's largest relative error for every case. Here the report runs (seed
-0, as the command does; numpy_transformer/tools/gradcheck_report.py) and the table must list
-exactly the cases it runs, in its order, under the names it prints, each error within a factor
-of 10 of the one measured now (finite differences in float64 round differently on other BLAS
-builds, never by a factor of 10), and the page's count of cases must be the report's.
+The page's table is the command's Markdown output (seed 0), pasted as printed. Here the report
+runs as the command runs it (numpy_transformer/tools/gradcheck_report.py) and the table must be
+the one it prints, row for row and every digit shown: the same cases, in its order, under the
+names it prints, with the same errors (2 significant digits, MARKDOWN_DIGITS: those this
+machine's runs reproduce); and the page's count of cases must be the report's.
+
+The digits are compared under the NumPy backend only: under NUMPY_TRANSFORMER_BACKEND=simulator
+(the suite's second pass) the cases with dropout give other errors (6 of 40), so there only the
+cases and their order are compared.
 """
 
 import re
@@ -12,38 +16,54 @@ from pathlib import Path
 
 import pytest
 
+from doors import nt, ok
 from numpy_transformer.backend import get_backend
 from numpy_transformer.tools.gradcheck_report import run_report
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "gradcheck.md"
-LINE = re.compile(r"^(?:ok  |FAIL) (.*?)\s+max rel err\s+(\S+)\s")
-ROW = re.compile(r"^\| (.+?) \| (\d\.\d+e[-+]\d+) \|$", re.M)
+ROW = re.compile(r"^\| (.+?) \| (.+?) \|$")
+NUMPY_ONLY = pytest.mark.skipif(
+    get_backend() != "numpy", reason="the table is the report NumPy prints; under the "
+    "simulator the cases with dropout give other errors")
 
 
 @pytest.fixture(scope="module")
 def report():
-    """(whether every case passed, [(case name, max relative error)]) of the report."""
+    """(whether every case passed, the lines of `gradcheck --markdown`) of the report."""
     lines = []
-    passed = run_report(out=lines.append)
-    rows = [m.groups() for m in map(LINE.match, lines) if m]
-    return passed, [(name.strip(), float(error)) for name, error in rows]
+    passed = run_report(out=lines.append, markdown=True)
+    return passed, lines
 
 
 def table():
-    """[(case name, max relative error)] of the page's table."""
-    return [(name, float(error)) for name, error in ROW.findall(PAGE.read_text("utf-8"))]
+    """The page's table: its lines, header included."""
+    return [line for line in PAGE.read_text("utf-8").splitlines() if line.startswith("| ")]
+
+
+def names(lines):
+    return [ROW.match(line).group(1) for line in lines[2:]]
 
 
 def test_the_table_lists_exactly_the_cases_the_report_runs(report):
-    passed, measured = report
-    assert passed and len(measured) >= 40
-    assert [name for name, _ in table()] == [name for name, _ in measured]
+    passed, printed = report
+    assert passed and len(printed) - 2 >= 40
+    assert table()[:2] == printed[:2] == ["| case | max relative error |", "| --- | ---: |"]
+    assert names(table()) == names(printed)
     text = " ".join(PAGE.read_text("utf-8").split())
-    assert f"for each of its {len(measured)} cases" in text
+    assert f"for each of its {len(printed) - 2} cases" in text
+    assert "gradcheck --markdown" in text
 
 
-@pytest.mark.skipif(get_backend() != "numpy", reason="the table is the report NumPy prints; "
-                    "another array module draws other inputs, so other round-off errors")
-def test_every_error_in_the_table_is_within_a_factor_of_10_of_the_report(report):
-    for (name, printed), (_, now) in zip(table(), report[1]):
-        assert printed / 10 <= now <= printed * 10, (name, printed, now)
+@NUMPY_ONLY
+def test_every_digit_of_the_table_is_what_the_command_prints(report):
+    for shown, now in zip(table(), report[1], strict=True):
+        assert shown == now
+    assert all(re.fullmatch(r"\d\.\de-\d\d", ROW.match(row).group(2)) for row in table()[2:])
+
+
+@NUMPY_ONLY
+def test_the_command_prints_the_pages_rows(tmp_path):
+    """`gradcheck --markdown --layers-only` as a user types it: the page's rows of the
+    layers and stacks, and nothing else."""
+    out = ok(nt("gradcheck", "--markdown", "--layers-only", cwd=tmp_path)).splitlines()
+    assert len(out) > 30 and out == table()[:len(out)]
