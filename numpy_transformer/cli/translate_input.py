@@ -21,6 +21,7 @@ import sys
 from ..checkpoint import load_run
 from ..data import UNK_ID, get_task
 from ..errors import InputError
+from ..system.files import check_writable_folder
 from ..training.metrics import decode_batches
 from ..validation import message
 from .configs import data_config
@@ -47,6 +48,9 @@ def run_translate(args):
     path = _input_path(args)
     check_outputs({"--output": args.output}, overwrite=args.overwrite, inputs={
         "--checkpoint": args.checkpoint, "--input": None if path in (None, "-") else path})
+    if args.output is not None:                  # before the model loads, not after decoding
+        check_writable_folder(os.path.dirname(os.path.abspath(args.output)), "--output",
+                              args.output)
     model, toks, meta = load_run(args.checkpoint, "seq2seq")
     texts = args.texts if path is None else _read_lines(path)
     where = "TEXT" if path is None else "--input line"
@@ -119,13 +123,8 @@ def encode_inputs(tok, texts, where, max_len, refuse_empty):
 def warn_unknown_symbols(tok, texts, seqs):
     """One warning on stderr naming the input's symbols (characters, words or subwords)
     outside the model's vocabulary: the model reads them as <unk>."""
-    unknown = set()
-    for text, seq in zip(texts, seqs):
-        if UNK_ID in seq:
-            pieces = tok.split(text.lower() if tok.lowercase else text)        # one per id
-            unknown.update(p for p, i in zip(pieces, seq) if i == UNK_ID)
-    if unknown:
-        shown = sorted(unknown)
+    shown = tok.unknown_symbols(texts)
+    if shown:
         listed = ", ".join(map(repr, shown[:20])) + (", ..." if len(shown) > 20 else "")
         print(f"warning: {len(shown)} symbol{'s' * (len(shown) > 1)} of the input "
               f"{'are' if len(shown) > 1 else 'is'} not in the model's vocabulary (read as "

@@ -1,6 +1,7 @@
 """Files: writing them so that a crash never leaves a half-written one behind, and
 reading only regular files (a FIFO would block forever, /dev/zero never ends)."""
 
+import errno
 import hashlib
 import json
 import os
@@ -74,6 +75,40 @@ def file_sha256(path, name):
         while chunk := f.read(2**20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def check_writable_folder(folder, name, given=None):
+    """InputError naming `name` (and the path `given` for it) unless files can be written in
+    `folder`: a folder one may write in, or a missing one whose nearest existing parent is
+    (atomic_write makes the missing folders). Commands check their outputs so before any
+    work: a file, a dangling symbolic link or a link loop on the way, or a folder without
+    write permission, then costs one line, not a download or a translation."""
+    folder = os.path.abspath(folder)
+    here = folder
+    while not os.path.lexists(here):              # "a/b" under a file "a": lstat fails too
+        here = os.path.dirname(here)
+    why = _not_writable(here)
+    if why:
+        got = repr(str(given if given is not None else folder))
+        raise InputError(message(name, "a place to write in (a folder one may write in, or "
+                                 "a name one can be made at)", f"{got} ({why})"))
+
+
+def _not_writable(path):
+    """Why no file can be made in the existing `path`, or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return f"{path!r} is a symbolic link loop"
+        if os.path.islink(path):
+            return f"{path!r} is a dangling symbolic link (to {os.readlink(path)!r})"
+        return f"{path!r}: {err.strerror or err}"
+    if not stat.S_ISDIR(mode):
+        return f"{path!r} is {'a file' if stat.S_ISREG(mode) else 'not a folder'}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path!r} is a folder without write permission"
+    return None
 
 
 @contextmanager

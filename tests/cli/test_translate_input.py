@@ -2,6 +2,7 @@
 of `generate --num-samples`: one output line per input line, in order, batched decoding
 equal to one-at-a-time decoding, warnings on stderr only, a closed pipe ending quietly."""
 
+import os
 import subprocess
 
 import pytest
@@ -56,6 +57,30 @@ def test_output_file_is_refused_if_it_exists_unless_overwrite(work):
     assert len((work / "out.txt").read_text().splitlines()) == 1
     error(translate(work, "--input", "in.txt", "--output", "in.txt", "--overwrite"), 2,
           "--output", "--input")
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(work):
+    """A file, a dangling symbolic link or a link loop where --output's folder should be (or
+    a folder without write permission, for a user other than root, who may write anywhere)
+    is refused naming --output, before the checkpoint is even loaded: no decoding is lost."""
+    (work / "a_file").write_text("kept\n")
+    (work / "dangling").symlink_to("nowhere")
+    (work / "loop").symlink_to("loop")
+    places = {"a_file/out.txt": "is a file", "a_file/sub/out.txt": "is a file",
+              "dangling/out.txt": "dangling symbolic link", "loop/out.txt": "link loop"}
+    if os.geteuid() != 0:
+        (work / "closed").mkdir()
+        (work / "closed").chmod(0o555)
+        places["closed/out.txt"] = "without write permission"
+    for path, why in places.items():
+        done = translate(work, "--input", "in.txt", "--output", path)
+        error(done, 2, "--output", repr(path), why)
+        assert "written" not in done.stderr
+        error(nt("translate", "--checkpoint", "missing.npz", "abc", "--output", path,
+                 cwd=work), 2, "--output", repr(path), why)        # checked before loading
+    assert (work / "a_file").read_text() == "kept\n"
+    ok(translate(work, "abc", "--output", "new/folder/out.txt"))    # missing folders are made
+    assert (work / "new" / "folder" / "out.txt").read_text().count("\n") == 1
 
 
 def test_nothing_to_translate_and_both_inputs_are_refused(work):
