@@ -13,7 +13,7 @@ import urllib.parse
 
 from ..errors import InputError
 from ..validation import message
-from ..data.download import DATASETS, GITHUB, fetch, read_manifest
+from ..data.download import DATASETS, GITHUB, check_out, fetch, read_manifest
 from .options import add_common, raw_formatter
 
 ABOUT = {"shakespeare": "the README's character LMs (about 20 and 49 min on 2 cores)",
@@ -58,6 +58,7 @@ def check_base_url(base_url):
 
 def run_data(args):
     check_base_url(args.base_url)
+    check_out(args.dataset, args.out)            # before any download: a file, a bad link
     dataset = DATASETS[args.dataset]
     manifest = read_manifest(args.manifest, args.dataset) if args.manifest else None
     count = len(dataset.files)

@@ -26,7 +26,8 @@ import zlib
 from ..version import __version__
 from ..validation import message
 from ..errors import InputError
-from ..system.files import atomic_write, check_regular_file, file_sha256, read_regular
+from ..system.files import (atomic_write, check_regular_file, check_writable_folder,
+                            file_sha256, read_regular)
 from .datasets import DATASETS, GITHUB
 
 CHUNK = 1 << 16           # bytes read at a time
@@ -54,6 +55,18 @@ def read_manifest(path, dataset):
     return {name: digest.lower() for name, digest in table.items()}
 
 
+def check_out(dataset, out):
+    """InputError naming `out` unless each file of `dataset` not yet under it can be written
+    there: checked before any download, so that a file, a dangling symbolic link or a link
+    loop given as `out` (or a folder without write permission) costs no download."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise InputError(message("out", "a folder name", repr(out)))
+    for remote in DATASETS[dataset].files:
+        final = os.path.join(out, remote.path)
+        if not os.path.lexists(final):
+            check_writable_folder(os.path.dirname(final), "out", out)
+
+
 def fetch(dataset, out, *, base_url=GITHUB, manifest=None, log=print, progress=None):
     """Download (or find) every file of `dataset` under `out`; {path under out: saved path}.
 
@@ -61,6 +74,7 @@ def fetch(dataset, out, *, base_url=GITHUB, manifest=None, log=print, progress=N
     log(line) reports each file; progress(name, total, done) -> an object with update(n) and
     close() shows a download's progress (None: no progress).
     """
+    check_out(dataset, out)
     saved = {}
     for remote in DATASETS[dataset].files:
         final = os.path.join(out, remote.path)

@@ -216,6 +216,31 @@ def test_a_server_that_cannot_be_reached_or_lacks_the_file_is_a_clear_error(serv
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("dataset", ["shakespeare", "multi30k"])
+def test_an_out_that_cannot_hold_the_files_is_refused_before_any_download(server, tmp_path,
+                                                                          dataset):
+    """A file, a path under a file, a dangling symbolic link or a link loop as --out (and,
+    for a user other than root, a folder without write permission) is refused naming --out
+    and the path, before a byte is asked of the server; files there are left as they were."""
+    (tmp_path / "a_file").write_text("kept\n")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    (tmp_path / "loop").symlink_to("loop")
+    outs = {"a_file": "is a file", "a_file/data": "is a file",
+            "dangling": "dangling symbolic link", "loop": "link loop"}
+    if os.geteuid() != 0:
+        (tmp_path / "closed").mkdir()
+        (tmp_path / "closed").chmod(0o555)
+        outs["closed"] = "without write permission"
+    for out, why in outs.items():
+        done = data(dataset, "--out", out, "--base-url", server["url"], cwd=tmp_path)
+        error(done, "--out", repr(out), why)
+        assert "downloading" not in done.stdout
+    error(data(dataset, "--out", "", "--base-url", server["url"], cwd=tmp_path), "--out", "''")
+    assert server["requests"] == []
+    assert (tmp_path / "a_file").read_text() == "kept\n"
+    assert os.readlink(tmp_path / "dangling") == "nowhere"
+
+
 def test_a_manifest_naming_another_file_is_refused(server, tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({"train.txt": "0" * 64}))
