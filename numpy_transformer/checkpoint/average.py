@@ -20,9 +20,10 @@ differs is named in the error.
 
 The result holds the weights only (no optimizer state, so it is not resumed) and
 the metadata of the latest checkpoint (the largest step) without its data and
-dropout positions, plus "averaged_from" (the files) and "averaged_steps"; it
-carries its tokenizers, so `evaluate`, `translate` and `generate` load it from
-anywhere.
+dropout positions, plus "averaged_from" (the files) and "averaged_steps", which mark
+it as an average: an average is refused as an input (its checkpoints would count
+twice, once through it). It carries its tokenizers, so `evaluate`, `translate` and
+`generate` load it from anywhere.
 """
 
 import os
@@ -75,6 +76,19 @@ def _check_same(path, first, header, first_header, weights, sums, tokenizers, fi
         raise differs(f"run id {first_run}", f"run id {run}, another run")
 
 
+def _refuse_average(path, header):
+    """InputError naming `path` if it is itself an average ("averaged_from" in its metadata):
+    its checkpoints would count once through it and again on their own (double weighting)."""
+    averaged = (header.get("metadata") or {}).get("averaged_from")
+    if averaged:
+        steps = (header.get("metadata") or {}).get("averaged_steps") or []
+        shown = ", ".join(map(str, steps)) if steps else ", ".join(map(str, averaged))
+        raise InputError(message("checkpoints", "checkpoints written by a training run, not "
+                                 "an average", f"{path}, an average of {len(averaged)} "
+                                 f"checkpoints ({'steps ' if steps else ''}{shown}); average "
+                                 f"the checkpoints it was made of instead"))
+
+
 def average_checkpoints(paths):
     """(model with the mean weights, metadata for its checkpoint) of checkpoint files.
 
@@ -93,6 +107,7 @@ def average_checkpoints(paths):
     steps, dtypes = [], set()
     for path in paths:
         header, arrays = read_checkpoint_arrays(path)
+        _refuse_average(path, header)
         weights = {k: v for k, v in arrays.items() if k.startswith("model/")}
         tokenizers = _tokenizers(path, header)
         steps.append((header.get("metadata") or {}).get("step"))

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 import pytest
-from doors import error, nt, ok, raises_naming
+from doors import error, names, nt, ok, raises_naming
 
 from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.checkpoint import load_checkpoint, load_run
@@ -107,6 +107,15 @@ def test_average_a_run_then_evaluate_and_translate_it(run_folder):
     error(nt("average", "r/nothing-*.npz", "--out", "x.npz", cwd=work), 2, "matches nothing")
     _, toks, meta = load_run(str(work / "avg.npz"))
     assert set(toks) == {"src", "tgt"} and meta["averaged_steps"] == [20, 30, 40]
+
+
+def test_an_average_is_refused_as_an_input(run_folder):
+    work = run_folder                       # its checkpoints would count twice (issue 40)
+    ok(nt("average", "r/step-20.npz", "r/step-30.npz", "--out", "avg2.npz", cwd=work))
+    for inputs in (["avg2.npz", "r/step-40.npz"], ["r/step-40.npz", "avg2.npz"]):
+        names(error(nt("average", *inputs, "--out", "x.npz", cwd=work), 2),
+              "checkpoints", "avg2.npz", "20, 30", "average")
+        assert not (work / "x.npz").exists()
 
 
 def test_checkpoints_of_another_run_are_named(run_folder):
