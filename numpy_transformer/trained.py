@@ -13,6 +13,7 @@ recorded: `run.metadata`, e.g. run.metadata["train_config"]).
 """
 
 import os
+import warnings
 
 from .checkpoint import KINDS, load_run
 from .decoding import generate_text
@@ -39,6 +40,9 @@ def load_trained(path):
     """A TrainedRun of the run folder (or checkpoint file) `path`."""
     checkpoint = find_checkpoint(path)
     model, tokenizers, metadata = load_run(checkpoint, option="path")
+    if os.path.isdir(path) and os.path.basename(checkpoint) != CHECKPOINTS[0]:
+        warnings.warn(f"path: {os.fspath(path)} holds no best.npz (no evaluation saved one); "
+                      f"loaded {checkpoint} (step {metadata.get('step')})", stacklevel=2)
     return TrainedRun(model, tokenizers, metadata, checkpoint)
 
 

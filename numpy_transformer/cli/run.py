@@ -102,6 +102,12 @@ def _resumed_settings(args, kind, names, explicit):
     kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
     settings = {**saved, "out": os.path.dirname(args.resume) or ".", **kept}   # as typed
     step = int(ckpt.metadata.get("step", 0))
+    if step >= settings["steps"] and "steps" in kept:     # not "finished (step 194 of 50)"
+        more = () if step < saved.get("steps", 0) else ("--steps", 2 * step)
+        raise InputError(message("--steps", f"more than {step}, the step {args.resume} "
+                                 f"reached (the run trains up to --steps)", settings["steps"])
+                         + f"; nothing to train: continue it with "
+                         f"{continue_command(kind, args.resume, *more)}")
     if step >= settings["steps"]:
         raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
                          f"{settings['steps']}); to train it further, give a larger --steps: "

@@ -18,7 +18,9 @@ what goes into it besides the Trainer's own state:
 The Trainer calls
 
     claim(trainer)          lock `out`, write the tokenizers and config.json; a run resumed
-                            from an earlier checkpoint may not replace its later ones
+                            from an earlier checkpoint may not replace its later ones; a
+                            branch (resumed into another folder) starts its own best, so
+                            its first evaluation writes out/best.npz
     save(trainer, name)     out/<name> + history.json; refuses non-finite weights (and
                             out/step-<N>.npz of the last `keep_last` saves of last.npz);
                             a write that fails (a full disk) names its file and the last
@@ -64,10 +66,13 @@ class Checkpointer:
             return
         here = os.path.realpath(self.out)
         in_place = self.resumed_from == here and not self.claimed   # resumed from here
+        branch = self.resumed_from not in (None, here) and not self.claimed
         self.folder = RunFolder(self.out).claim(resuming=self.claimed or in_place,
                                                 overwrite=self.overwrite,
                                                 step=trainer.step if in_place else None)
         self.claimed = True
+        if branch:           # a branch starts its own best: its first evaluation writes
+            trainer.best = None      # out/best.npz (the old run's best.npz stays there)
         for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
         self.folder.write_json("config.json", {
