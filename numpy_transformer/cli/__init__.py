@@ -26,7 +26,8 @@ import sys
 from ..version import __version__
 from ..errors import InputError, TrainingDiverged
 from ..training.signals import EXIT_STATUS, silence_stdout
-from .options import Parser, option_names
+from .config_file import sources
+from .options import Parser, option_names, with_files
 
 
 def build_parser(command=None):
@@ -80,7 +81,7 @@ def main(argv=None):
     except Exception as err:
         if args.debug:
             raise
-        return _report(err, getattr(args, "command_parser", None))
+        return _report(err, getattr(args, "command_parser", None), sources(args))
     except KeyboardInterrupt:
         if args.debug:
             raise
@@ -88,10 +89,10 @@ def main(argv=None):
         return 130
 
 
-def _report(err, parser=None):
+def _report(err, parser=None, files=None):
     """Print one error line (two for a bug); return the exit status. An InputError naming a
     parameter (an OSError: one in backquotes) names the option of `parser` (the command's)
-    that sets it instead."""
+    that sets it instead, and the --config file its value came from (`files`: {dest: file})."""
     if isinstance(err, BrokenPipeError):             # the reader of our output went away
         silence_stdout()
         return EXIT_STATUS["closed output"]
@@ -99,10 +100,12 @@ def _report(err, parser=None):
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 1
     if isinstance(err, InputError):
-        print(f"error: {option_names(_one_line(err), parser)}", file=sys.stderr)
+        print(f"error: {with_files(option_names(_one_line(err), parser), parser, files)}",
+              file=sys.stderr)
         return 2
     if isinstance(err, OSError):
-        print(f"error: {option_names(_os_error(err), parser, head=False)}", file=sys.stderr)
+        text = option_names(_os_error(err), parser, head=False)
+        print(f"error: {with_files(text, parser, files)}", file=sys.stderr)
         return 2
     if isinstance(err, MemoryError):
         print("error: out of memory; try smaller sizes (rerun with --debug for the "

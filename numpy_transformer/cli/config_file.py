@@ -25,6 +25,9 @@ import argparse
 import difflib
 import json
 
+from ..errors import InputError
+from ..system.files import open_regular
+
 NOT_IN_FILES = ("help", "config", "resume", "overwrite", "debug", "quick", "threads",
                 "no_progress")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
@@ -47,15 +50,18 @@ def toml_reader():
 
 def read_config(path):
     """The file's {key: value} as written (TOML, or JSON for a .json name), one level of
-    tables merged; ValueError naming the file when it cannot be read."""
+    tables merged; ValueError naming the file when it cannot be read (a FIFO or a device
+    is refused before reading: files.open_regular), or holds a key twice."""
     try:
-        if str(path).endswith(".json"):
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        else:
-            tomllib = toml_reader()
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
+        with open_regular(path, str(path)) as f:
+            if str(path).endswith(".json"):
+                data = json.loads(f.read().decode("utf-8"), object_pairs_hook=no_duplicates)
+            else:
+                data = toml_reader().load(f)
+    except InputError as err:                  # a FIFO, a device, a folder: never read
+        raise ValueError(str(err)) from None
+    except FileNotFoundError:
+        raise ValueError(f"{path}: cannot read it (no such file)") from None
     except OSError as err:
         raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
     except ValueError as err:                  # JSON or TOML syntax (both ValueErrors)
@@ -65,6 +71,16 @@ def read_config(path):
     if "model_class" in data and "train" in data:
         return data                            # a run's config.json: see run_settings
     return flattened(data, path)
+
+
+def no_duplicates(pairs):
+    """A JSON object's dict, refusing a key given twice (json keeps the last silently)."""
+    found = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"{key} is given twice")
+        found[key] = value
+    return found
 
 
 def flattened(data, path):
@@ -148,11 +164,15 @@ def file_values(path, parser):
     known = file_options(parser)
     if "model_class" in data and "train" in data:
         data = {k: v for k, v in run_settings(data, path, command).items() if k in known}
-    values = {}
+    values, keys = {}, {}
     for key, value in data.items():
         if key not in known:
             raise ValueError(unknown(key, path, known, parser))
         action = known[key]
+        if action.dest in keys:                             # `heads` and `num-heads`
+            raise ValueError(f"{path}: {keys[action.dest]} and {key} both set "
+                             f"{action.option_strings[0]}; keep one of them")
+        keys[action.dest] = key
         value = checked(key, value, action, path)
         if action.nargs == 0 and not value and action.const is True and \
                 not isinstance(action, argparse.BooleanOptionalAction):
@@ -161,16 +181,31 @@ def file_values(path, parser):
     return values
 
 
+def sources(args):
+    """{dest: the --config file} of the options whose values came from that file (not
+    typed on the command line, before or after --config)."""
+    return {dest: path for dest, (path, value) in
+            (getattr(args, "config_values", None) or {}).items()
+            if getattr(args, dest, None) == value}
+
+
 class ConfigFile(argparse.Action):
     """`--config FILE`: the file's settings, under every option given on the command line
     (an option before --config is already set; one after it is set later)."""
 
     def __call__(self, parser, namespace, path, option_string=None):
+        first = getattr(namespace, self.dest, None)
+        if first is not None:                   # two files: no silent merge of the two
+            raise argparse.ArgumentError(self, f"given twice ({first}, then {path}); give "
+                                         f"one file (options typed here override it)")
         try:
             values = file_values(path, parser)
         except ValueError as err:
             raise argparse.ArgumentError(self, str(err)) from None
+        found = {}
         for dest, value in values.items():
             if getattr(namespace, dest, None) == parser.get_default(dest):   # not given
                 setattr(namespace, dest, value)
+                found[dest] = (path, value)     # where it came from: sources(args)
+        namespace.config_values = found
         setattr(namespace, self.dest, path)

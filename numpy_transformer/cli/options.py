@@ -212,3 +212,15 @@ def option_names(text, parser, head=True):
     if head and sep and name in options:
         return f"{options[name]}:{rest}"
     return text
+
+
+def with_files(text, parser, sources):
+    """'--warmup: expected ...' -> '--warmup (from configs/x.toml): expected ...' when the
+    option's value came from a --config file (`sources`, config_file.sources): an error
+    about a value the user did not type names the file that holds it."""
+    name, sep, rest = text.partition(":")
+    dests = {option: dest for dest, option in option_strings(parser).items()}
+    dest = dests.get(name)
+    if sep and dest in (sources or {}):
+        return f"{name} (from {sources[dest]}):{rest}"
+    return text

@@ -30,6 +30,7 @@ from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from ..training.tensorboard import TensorBoardLog, close_logs
 from .data_files import FILES, find_data, record_digests
+from .config_file import sources
 from .configs import config_from, saved_settings
 from .outputs import check_figures_folder, check_name
 from .sessions import session_line, with_this_one, with_wall_times
@@ -53,7 +54,10 @@ def resolve_settings(args, kind, names, presets, quick):
     settings.update(explicit)
     settings["no_figures"] = bool(args.no_figures)
     record_digests(settings)            # absolute paths, and the files' SHA-256 digests
-    if "warmup" not in explicit:        # the default warm-up scales with --steps
+    typed = sources(args)               # {setting: the --config file it came from}
+    if "warmup" not in explicit or "warmup" in typed and "steps" not in typed:
+        # the default warm-up scales with --steps, and so does a file's under a --steps
+        # typed on the command line: at most a tenth of the steps
         settings["warmup"] = min(settings["warmup"], settings["steps"] // 10)
         if settings["schedule"] == "noam":
             settings["warmup"] = max(1, settings["warmup"])
@@ -97,8 +101,9 @@ def _resumed_settings(args, kind, names, explicit):
     ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
                      and explicit[k] != saved.get(k))
     if ignored:
+        files = sources(args)           # a value from a --config file is named with it
         print(f"note: resuming with the checkpoint's settings; ignoring "
-              f"{', '.join('--' + k.replace('_', '-') for k in ignored)}")
+              f"{', '.join(ignored_option(k, files) for k in ignored)}")
     kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
     settings = {**saved, "out": os.path.dirname(args.resume) or ".", **kept}   # as typed
     step = int(ckpt.metadata.get("step", 0))
@@ -115,6 +120,12 @@ def _resumed_settings(args, kind, names, explicit):
     settings["no_figures"] = figures_off(args, saved, explicit)
     find_data(settings, explicit, args.resume, COMMANDS[kind])
     return settings, ckpt
+
+
+def ignored_option(name, files):
+    """'--d-model', or '--d-model (from configs/x.toml)' for a value from a --config file."""
+    option = "--" + name.replace("_", "-")
+    return f"{option} (from {files[name]})" if name in files else option
 
 
 def figures_off(args, saved, explicit):

@@ -3,7 +3,9 @@ configs/ reproduce the long commands they replace exactly, the command line over
 file, a run's config.json starts the run again, and a wrong file is one clear error."""
 
 import json
+import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from numpy_transformer.cli import lm, run, train
 from numpy_transformer.cli.config_file import file_options, toml_reader
 from numpy_transformer.data import TASKS
 from numpy_transformer.tools.recipes import dataset_commands, multi30k_runs
-from doors import error, nt, ok
+from doors import WORDS, error, names, nt, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
@@ -42,7 +44,8 @@ def parse(command):
 
 
 def options(args):
-    return {k: v for k, v in vars(args).items() if k not in ("config", "run", "command_parser")}
+    return {k: v for k, v in vars(args).items() if k not in ("config", "config_values", "run",
+                                                         "command_parser")}
 
 
 @pytest.mark.parametrize("name, command", long_commands().items())
@@ -127,3 +130,100 @@ def test_a_runs_config_json_given_back_trains_the_same_run(tmp_path):
     out = ok(nt("train", "--config", "a/config.json", "--out", "b", cwd=tmp_path))
     assert json.loads((tmp_path / "b" / "config.json").read_text())["model"] == saved["model"]
     assert "training" in out
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("verb", ["train", "train-lm"])
+def test_a_fifo_or_a_device_as_the_config_is_refused_at_once(tmp_path, verb, special):
+    path = special
+    if special == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        path = tmp_path / "run.toml"
+        os.mkfifo(path)
+    try:
+        done = nt(verb, "--config", path, cwd=tmp_path, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{verb} --config {path} hung")
+    error(done, 2, "--config", str(path), "a regular file",
+          "a FIFO" if special == "fifo" else "a device")
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("run.toml", "heads = 2\nnum-heads = 4\n", ["run.toml", "heads", "num-heads"]),
+    ("run.toml", "[model]\nlayers = 2\n[more]\nnum-layers = 3\n",
+     ["run.toml", "layers", "num-layers"]),
+    ("run.json", '{"steps": 5, "steps": 7}', ["run.json", "steps", "twice"]),
+    ("run.json", '{"clip": 1.0, "clip-norm": 2.0}', ["run.json", "clip", "clip-norm"]),
+])
+def test_one_option_set_twice_in_a_file_is_refused_naming_the_file_and_the_keys(
+        tmp_path, name, text, words):
+    write(tmp_path, text, name)
+    error(nt("train", "--config", name, cwd=tmp_path), 2, "--config", *words)
+
+
+def test_two_config_files_are_refused_naming_both(tmp_path):
+    write(tmp_path, "steps = 5\n", "a.toml")
+    write(tmp_path, "lr = 0.1\n", "b.json")
+    error(nt("train", "--config", "a.toml", "--config", "b.json", cwd=tmp_path), 2,
+          "--config", "a.toml", "b.json", "twice")
+
+
+def test_a_value_from_a_file_is_named_with_the_file_in_errors_and_notes(tmp_path):
+    write(tmp_path, "src = 'nope.de'\ntgt = 'nope.en'\n", "data.toml")
+    first = error(nt("train", "--config", "data.toml", "--quick", cwd=tmp_path), 2)
+    names(first, "--src", "data.toml", "nope.de")
+    write(tmp_path, "steps = 50\nwarmup = 100\n", "long.toml")
+    first = error(nt("train", "--task", "copy", "--quick", "--config", "long.toml",
+                     cwd=tmp_path), 2)
+    names(first, "--warmup", "long.toml", "100", "50")
+    ok(nt("train", "--task", "copy", "--quick", "--steps", "4", "--no-figures", "--out", "a",
+          cwd=tmp_path))
+    write(tmp_path, "d-model = 16\n", "wide.toml")
+    out = ok(nt("train", "--resume", "a/last.npz", "--steps", "6", "--config", "wide.toml",
+                "--lr", "0.5", cwd=tmp_path))
+    note = next(line for line in out.splitlines() if line.startswith("note: resuming"))
+    names(note, "--d-model", "wide.toml", "--lr")
+    assert "--lr (from" not in note                 # typed here: no file to name
+
+
+def test_a_files_warmup_scales_with_a_typed_steps_as_the_tasks_own(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    presets = [train.SEQ2SEQ, TASKS["reverse"].defaults]
+    resolved = [run.resolve_settings(parse(f"python -m numpy_transformer train {rest}"),
+                                     "seq2seq", train.SETTINGS, presets, train.QUICK)[0]
+                for rest in ("--task reverse --steps 60",
+                             "--config configs/reverse.toml --steps 60")]
+    assert resolved[0] == resolved[1] and resolved[1]["warmup"] == 6
+
+
+SMALL = ["--steps", "3", "--d-model", "16", "--num-heads", "2", "--d-ff", "32",
+         "--num-layers", "1", "--no-figures", "--out", "run"]
+CORPUS = {"src": "a.src", "tgt": "a.tgt", "val-src": "v.src", "val-tgt": "v.tgt",
+          "test-src": "t.src", "test-tgt": "t.tgt"}
+
+
+def tiny_data(folder, verb, text):
+    """Options pointing a config's data files at tiny ones written into `folder`."""
+    if verb == "train-lm":
+        (folder / "text.txt").write_text("to be or not to be, that is the question.\n" * 40)
+        return ["--text", "text.txt"]
+    if "task = " in text:
+        return ["--eval-examples", "4"]
+    sentences = [f"{a} {b}" for a in WORDS for b in WORDS]
+    for option, name in CORPUS.items():
+        (folder / name).write_text("\n".join(sentences[:len(sentences) // (
+            1 if option in ("src", "tgt") else 4)]) + "\n")
+    return ["--eval-examples", "4", *(f"--{option}={name}" for option, name in CORPUS.items())]
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
+def test_every_config_file_trains_for_a_few_typed_steps(tmp_path, path):
+    """A new user tries a headline file for a few steps: it trains (its warm-up scales
+    with the --steps typed, as `--steps` alone scales a task's), with the data options
+    pointed at tiny files (never the real corpora) and a small model."""
+    text = path.read_text()
+    verb = "train-lm" if "train-lm" in text.split("\n\n")[0] else "train"
+    out = ok(nt(verb, "--config", path, *SMALL, *tiny_data(tmp_path, verb, text),
+                cwd=tmp_path))
+    assert "training" in out and (tmp_path / "run" / "last.npz").exists()
