@@ -69,10 +69,14 @@ def resolve_settings(args, kind, names, presets, quick):
 def continue_command(kind, path, *more):
     """The command line, quoted for a shell, that continues a run of `kind` from the
     checkpoint `path` (with `more` options; under `mpiexec -n N` when launched so)."""
-    size = launched_size()
-    launcher = f"mpiexec -n {size} " if size > 1 else ""
-    return (f"{launcher}python -m numpy_transformer {COMMANDS[kind]} "
+    return (f"{launcher()}python -m numpy_transformer {COMMANDS[kind]} "
             + shlex.join(["--resume", str(path), *map(str, more)]))
+
+
+def launcher():
+    """'mpiexec -n N ' when an MPI launcher started N > 1 processes, else ''."""
+    size = launched_size()
+    return f"mpiexec -n {size} " if size > 1 else ""
 
 
 def _refuse_average(path, ckpt, kind):
@@ -277,10 +281,11 @@ def steps_line(result, seconds):
 
 
 def provenance():
-    """How a result was made: the command as typed, today's date, the package version."""
+    """How a result was made: the command as typed (with its `mpiexec -n N` under MPI),
+    today's date, the package version."""
     import datetime
     from ..version import __version__
-    return {"command": "python -m numpy_transformer " + shlex.join(sys.argv[1:]),
+    return {"command": f"{launcher()}python -m numpy_transformer " + shlex.join(sys.argv[1:]),
             "date": datetime.date.today().isoformat(), "version": __version__}
 
 

@@ -33,6 +33,7 @@ if __name__ == "__main__":          # a rank started by mpiexec on this file: no
 from doors import raises_naming, shortened  # noqa: E402
 
 from numpy_transformer.backend import get_backend
+from numpy_transformer.checkpoint import load_checkpoint
 from numpy_transformer.cli.config_file import read_config
 
 pytestmark = pytest.mark.skipif(
@@ -298,6 +299,11 @@ def test_mpiexec_train_writes_one_run_that_one_process_resumes(tmp_path):
     assert os.listdir(tmp_path) == ["runs"] and os.listdir(tmp_path / "runs") == ["copy"]
     history = json.loads((tmp_path / "runs" / "copy" / "history.json").read_text())
     assert [r["step"] for r in history["train"]] == list(range(1, 41))
+    typed = "mpiexec -n 2 python -m numpy_transformer train " + shlex.join(quick)
+    results = json.loads((tmp_path / "runs" / "copy" / "results.json").read_text())
+    assert results["command"] == typed and results["sessions"][0]["command"] == typed
+    assert load_checkpoint(str(tmp_path / "runs" / "copy" / "last.npz")).metadata[
+        "sessions"][0]["command"] == typed                # the launcher is recorded too
     again = run(sys.executable, "-m", "numpy_transformer", "train", *quick, ranks=2,
                 cwd=tmp_path)                       # the folder holds a run: every rank stops
     assert again.returncode == 2 and again.stderr.count("error: ") == 1, again.stderr
@@ -306,6 +312,8 @@ def test_mpiexec_train_writes_one_run_that_one_process_resumes(tmp_path):
            "runs/copy/last.npz", "--steps", "50", "--no-figures", cwd=tmp_path))
     history = json.loads((tmp_path / "runs" / "copy" / "history.json").read_text())
     assert [r["step"] for r in history["train"]] == list(range(1, 51))
+    sessions = json.loads((tmp_path / "runs" / "copy" / "results.json").read_text())["sessions"]
+    assert [s["command"].startswith("mpiexec -n 2 ") for s in sessions] == [True, False]
 
 
 def readme_commands():
