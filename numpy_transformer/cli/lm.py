@@ -16,7 +16,7 @@ from ..checkpoint import load_run
 from ..data import DataConfig
 from ..data.corpus import text_data
 from ..data.loaders import load_text
-from ..decoding import generate_text, generate_texts
+from ..decoding import generate_text, generate_texts, stream_text
 from ..training.metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
@@ -60,7 +60,9 @@ def add_parsers(commands):
     p.add_argument("--checkpoint", required=True, help="a .npz written by train-lm")
     p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
     p.add_argument("--max-new-tokens", type=positive_int, default=300,
-                   help="characters to generate (default 300)")
+                   help="characters to generate (default 300); one sample is printed as it "
+                   "is drawn, several are held in memory (refused, with an estimate, where "
+                   "they cannot fit)")
     p.add_argument("--temperature", type=positive_float, default=0.8,
                    help="below 1: safer, above 1: wilder, near 0: greedy (default 0.8)")
     p.add_argument("--top-k", type=positive_int, help="draw only from the K likeliest")
@@ -68,7 +70,8 @@ def add_parsers(commands):
                    help="end the text when the model draws <eos> (default: never draw it)")
     p.add_argument("--num-samples", type=positive_int, default=1,
                    help="independent continuations of the prompt, sampled as one batch and "
-                   "printed after '--- sample N ---' lines when more than one (default 1)")
+                   "printed after '--- sample N ---' lines when more than one (default 1; "
+                   "refused, with an estimate, where they cannot fit in memory)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="sampling seed (default 0)")
     add_common(p)
     p.set_defaults(run=run_generate)
@@ -134,8 +137,7 @@ def _saved_tokenizer(ckpt, text):
 def warn_unknown_prompt(tok, prompt):
     """One warning (on stderr: stdout is the text) naming the prompt's characters outside
     the model's vocabulary, which the model reads, and the output shows, as <unk>."""
-    from ..data import UNK_ID
-    unknown = [c for c in sorted(set(prompt)) if UNK_ID in tok.encode(c)]
+    unknown = tok.unknown_symbols([prompt])
     if unknown:
         print(f"warning: {len(unknown)} character{'s' * (len(unknown) > 1)} of --prompt "
               f"{'are' if len(unknown) > 1 else 'is'} not in the model's vocabulary (read as "
@@ -145,9 +147,17 @@ def warn_unknown_prompt(tok, prompt):
 def run_generate(args):
     model, toks, _ = load_run(args.checkpoint, kind="lm")
     warn_unknown_prompt(toks["text"], args.prompt)
+    settings = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
+                    stop_at_eos=args.stop_at_eos)
+    if args.num_samples == 1:                   # each character printed as it is drawn
+        for piece in stream_text(model, toks["text"], args.prompt, args.max_new_tokens,
+                                 **settings):
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        print()
+        return 0
     texts = generate_texts(model, toks["text"], args.prompt, args.max_new_tokens,
-                           args.num_samples, temperature=args.temperature, top_k=args.top_k,
-                           seed=args.seed, stop_at_eos=args.stop_at_eos)
+                           args.num_samples, **settings)
     for i, text in enumerate(texts):
         print(f"--- sample {i + 1} ---\n{text}" if len(texts) > 1 else text)
     return 0

@@ -89,6 +89,17 @@ class Tokenizer:
     def join(self, symbols):
         raise NotImplementedError(f"{type(self).__name__}.join")
 
+    def unknown_symbols(self, texts):
+        """The symbols (characters, words or subwords) of `texts` outside the vocabulary,
+        which encode as <unk>: sorted, each once."""
+        unknown = set()
+        for text in texts:
+            seq = self.encode(text)
+            if UNK_ID in seq:
+                pieces = self.split(text.lower() if self.lowercase else text)   # one per id
+                unknown.update(p for p, i in zip(pieces, seq) if i == UNK_ID)
+        return sorted(unknown)
+
     def _symbols_of(self, text, name="text"):
         if not isinstance(text, str):
             raise InputTypeError(message(name, "a str", type(text).__name__))
@@ -251,6 +262,13 @@ class Tokenizer:
         """The tokenizer of checked `settings` and `learned` symbols; a subclass that saves
         more than its symbols (BPETokenizer: its merges) reads the rest from `data`."""
         return cls(learned, **settings)
+
+
+def unknown_note(symbols):
+    """The warning's words for the symbols outside a vocabulary (at most 20 listed)."""
+    listed = ", ".join(map(repr, symbols[:20])) + (", ..." if len(symbols) > 20 else "")
+    return f"{len(symbols)} symbol{'s' * (len(symbols) > 1)} not in the model's vocabulary " \
+        f"(read as <unk>): {listed}"
 
 
 def _is_token_id(value, vocab_size):

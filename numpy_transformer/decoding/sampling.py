@@ -3,14 +3,19 @@
     sample(model, prompt, 50)                      ids in, ids out (the prompt included)
     generate_text(model, tok, "ROMEO:", 300)       text in, longer text out
     generate_texts(model, tok, "ROMEO:", 300, 4)   4 continuations, sampled as one batch
+    stream_text(model, tok, "ROMEO:", 300)         the same text as generate_text, piece by
+                                                   piece as each character is drawn
 
 Sampling never draws PAD, nor the ids given in `exclude`; `generate_text` never
-draws the special tokens, nor <eos> unless asked to stop there.
+draws the special tokens, nor <eos> unless asked to stop there. A generation too big
+for memory (num_samples rows, each with its KV cache and, unless streamed, its text)
+is refused before it starts, with the estimate (`check_generation_size`).
 """
 
 import numpy as np
 
 from ..backend import to_numpy, xp
+from ..system.sizes import available_memory, format_bytes
 from ..validation import check_ids, check_integer, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import softmax
@@ -85,14 +90,19 @@ def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=No
         raise InputTypeError(message("rng", "a numpy.random.Generator (np.random.default_rng("
                                      "seed)) or None", repr(rng)))
     rng = rng if rng is not None else np.random.default_rng()
-    pad_id, B = model.config.pad_id, prompt.shape[0]
-    excluded = sorted({pad_id, *(int(i) for i in exclude)})
+    excluded = sorted({model.config.pad_id, *(int(i) for i in exclude)})
     if len(excluded) >= model.config.vocab_size:
         raise InputError(message("exclude", "some ids left to draw", f"all {len(excluded)}"))
     out = xp.asarray(prompt, dtype=xp.int64)                                     # (B, T0)
-    done = xp.zeros(B, dtype=xp.bool_)                                           # (B,)
+    steps = _steps(model, out, max_new_tokens, temperature, top_k, rng, excluded,
+                   start_cache(use_cache, cache), eos_id)
+    return xp.concatenate([out, *(next_id[:, None] for next_id in steps)], axis=1)
+
+
+def _steps(model, out, max_new_tokens, temperature, top_k, rng, excluded, cache, eos_id=None):
+    """sample's loop, one step at a time: yields each step's drawn ids (B,) as they come."""
+    pad_id, done = model.config.pad_id, xp.zeros(out.shape[0], dtype=xp.bool_)  # (B,)
     with eval_mode(model):
-        cache = start_cache(use_cache, cache)
         for _ in range(max_new_tokens):
             if cache is None:
                 logits = model.forward(out)[:, -1]                               # (B, V)
@@ -103,7 +113,7 @@ def sample(model, prompt, max_new_tokens, *, temperature=1.0, top_k=None, rng=No
                 next_id = xp.where(done, pad_id, next_id)
                 done |= next_id == eos_id
             out = xp.concatenate([out, next_id[:, None]], axis=1)                # (B, t + 1)
-    return out
+            yield next_id
 
 
 def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, top_k=None,
@@ -119,31 +129,115 @@ def generate_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, 
                           top_k=top_k, seed=seed, stop_at_eos=stop_at_eos)[0]
 
 
+def stream_text(model, tokenizer, prompt, max_new_tokens, *, temperature=1.0, top_k=None,
+                seed=0, stop_at_eos=False):
+    """generate_text's text in pieces, as they are drawn: an iterator of str (the prompt,
+    then each sampled character); "".join of it is generate_text's text. It keeps only
+    the model's window, so max_new_tokens is bounded by time, not by memory. The
+    arguments are checked at once, before the first piece is asked for."""
+    steps = _text_steps(model, tokenizer, prompt, max_new_tokens, 1, temperature, top_k, seed,
+                        stop_at_eos, held=False)
+    return _pieces(tokenizer, tokenizer.encode(prompt), steps, stop_at_eos)
+
+
+def _pieces(tokenizer, ids, steps, stop_at_eos):
+    from ..data.tokenizers import EOS_ID
+    yield tokenizer.decode(ids)
+    for (token,) in steps:
+        if stop_at_eos and token == EOS_ID:
+            return
+        yield tokenizer.decode([token])
+
+
 def generate_texts(model, tokenizer, prompt, max_new_tokens, num_samples, *, temperature=1.0,
                    top_k=None, seed=0, stop_at_eos=False):
     """num_samples independent continuations of one prompt, sampled together as the rows
     of one batch (B = num_samples); a list of texts, as generate_text's. The draws of all
     rows come from one generator seeded with `seed` (one number per row and step), so
     num_samples=1 gives generate_text's text."""
+    from ..data.tokenizers import EOS_ID
+    steps = _text_steps(model, tokenizer, prompt, max_new_tokens, num_samples, temperature,
+                        top_k, seed, stop_at_eos, held=True)
+    rows = [list(tokenizer.encode(prompt)) for _ in range(num_samples)]
+    ends = [None] * num_samples
+    for tokens in steps:
+        for b, token in enumerate(tokens):
+            if stop_at_eos and ends[b] is None and token == EOS_ID:
+                ends[b] = len(rows[b])                           # the text ends there
+            rows[b].append(token)
+        if stop_at_eos and None not in ends:
+            break
+    return [tokenizer.decode(row[:end]) for row, end in zip(rows, ends)]
+
+
+def _text_steps(model, tokenizer, prompt, max_new_tokens, num_samples, temperature, top_k,
+                seed, stop_at_eos, held):
+    """Checks the arguments, then returns an iterator of each step's drawn ids (a list of
+    num_samples ints). The model sees at most max_len tokens: each chunk of draws starts
+    from the last max_len // 2 tokens (rows share their length: one window)."""
     from ..data.tokenizers import BOS_ID, EOS_ID, UNK_ID
+    if not isinstance(prompt, str):
+        raise InputTypeError(message("prompt", "a str", type(prompt).__name__))
     ids = tokenizer.encode(prompt)
     if not ids:
         raise InputError(message("prompt", "at least one character", repr(prompt)))
     check_integer(max_new_tokens, "max_new_tokens")
     check_integer(num_samples, "num_samples")
-    rng, max_len = np.random.default_rng(seed), model.config.max_len
-    rows, ends = [list(ids) for _ in range(num_samples)], [None] * num_samples
+    if seed is not None:
+        check_integer(seed, "seed", minimum=0)
+    _check_sample_args(model, xp.asarray([ids[-model.config.max_len:]], dtype=xp.int64), 1,
+                       temperature, top_k)
+    check_generation_size(model, num_samples, max_new_tokens, held=held,
+                          prompt_tokens=len(ids))
     exclude = (BOS_ID, UNK_ID) if stop_at_eos else (BOS_ID, UNK_ID, EOS_ID)
-    remaining = max_new_tokens
-    while remaining > 0 and None in ends:
-        keep = max_len // 2 or 1                  # rows share their length: one window
-        context = [row[-keep:] if len(row) > keep else row for row in rows]
+    excluded = sorted({model.config.pad_id, *exclude})
+    return _windows(model, ids, max_new_tokens, num_samples, temperature, top_k,
+                    np.random.default_rng(seed), excluded)
+
+
+def _windows(model, ids, max_new_tokens, num_samples, temperature, top_k, rng, excluded):
+    max_len, remaining = model.config.max_len, max_new_tokens
+    context = [list(ids) for _ in range(num_samples)]
+    while remaining > 0:
+        keep = max_len // 2 or 1
+        context = [row[-keep:] if len(row) > keep else row for row in context]
         n = min(remaining, max_len - len(context[0]) + 1)
-        seq = sample(model, xp.asarray(context, dtype=xp.int64), n, temperature=temperature,
-                     top_k=top_k, rng=rng, exclude=exclude)                # (B, T0 + n)
-        for b, tokens in enumerate(to_numpy(seq[:, len(context[0]):]).tolist()):
-            if stop_at_eos and ends[b] is None and EOS_ID in tokens:
-                ends[b] = len(rows[b]) + tokens.index(EOS_ID)      # the text ends there
-            rows[b] += tokens
+        prompt = xp.asarray(context, dtype=xp.int64)                            # (B, T0)
+        for next_id in _steps(model, prompt, n, temperature, top_k, rng, excluded,
+                              start_cache(True, None)):
+            tokens = to_numpy(next_id).tolist()
+            for row, token in zip(context, tokens):
+                row.append(token)
+            yield tokens
         remaining -= n
-    return [tokenizer.decode(row[:end]) for row, end in zip(rows, ends)]
+
+
+# Bytes per sample besides its KV cache: logits and their float64 copies while drawing
+# (4 copies of V), and per held token a list slot of its id and of its decoded symbol.
+HELD_TOKEN_BYTES = 16
+
+
+def check_generation_size(model, num_samples, max_new_tokens, *, held=True, prompt_tokens=0):
+    """InputError naming num_samples (or max_new_tokens, when the text held per sample is
+    what cannot fit) unless the generation fits in the memory available now: each of the
+    num_samples rows' KV cache (2 x num_layers x max_len x d_model floats) and logits, and,
+    unless streamed (held=False), its prompt_tokens + max_new_tokens tokens of text. The
+    estimate is a lower bound: it never refuses what would fit."""
+    c, available = model.config, available_memory()
+    per_row = 4 * (2 * c.num_layers * c.max_len * c.d_model + 8 * c.d_model + 2 * c.d_ff) \
+        + 4 * 8 * c.vocab_size
+    text = HELD_TOKEN_BYTES * (prompt_tokens + max_new_tokens) if held else 0
+    total = num_samples * (per_row + text)
+    if available is None or total <= available:
+        return
+    if text > per_row and num_samples * per_row < available:
+        most = available // num_samples // HELD_TOKEN_BYTES - prompt_tokens
+        raise InputError(message("max_new_tokens", f"at most about {max(most, 0):,} here "
+                                 f"({num_samples:,} sample(s) of text held in memory; "
+                                 f"available: {format_bytes(available)})",
+                                 f"{max_new_tokens:,}, an estimate of {format_bytes(total)}"))
+    most = available // (per_row + text)
+    raise InputError(message("num_samples", f"at most about {most:,} here (each sample needs "
+                             f"{format_bytes(per_row + text)}; available: "
+                             f"{format_bytes(available)})",
+                             f"{num_samples:,}, an estimate of {format_bytes(total)}"))

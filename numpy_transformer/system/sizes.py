@@ -50,18 +50,56 @@ def training_bytes(config, batch_size, seq_len, itemsize=4):
 
 
 def available_memory():
-    """Bytes of memory available now (Linux: MemAvailable), else the machine's total, else None."""
+    """Bytes of memory available now (Linux: MemAvailable), else the machine's total, else None;
+    less where this process runs under a limit: `ulimit -v` (the address space left) or its
+    cgroup's memory.max (what the group has not used)."""
+    machine = _meminfo_kib("/proc/meminfo", "MemAvailable")
+    if machine is None:
+        try:
+            machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            machine = None
+    limits = [n for n in (machine, _address_space_left(), _cgroup_left()) if n is not None]
+    return max(min(limits), 0) if limits else None
+
+
+def _meminfo_kib(path, field):
+    """Bytes of a "Field: N kB" line of a /proc file, or None."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _address_space_left():
+    """RLIMIT_AS (`ulimit -v`) less the address space already mapped, or None (no limit)."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):
         return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return soft - (_meminfo_kib("/proc/self/status", "VmSize") or 0)
+
+
+def _cgroup_left():
+    """A cgroup v2 memory.max less its memory.current, or None (no limit, or not Linux)."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as f:
+            path = next(line.strip()[3:] for line in f if line.startswith("0::"))
+        folder = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+        with open(os.path.join(folder, "memory.max"), encoding="ascii") as f:
+            limit = f.read().strip()
+        with open(os.path.join(folder, "memory.current"), encoding="ascii") as f:
+            current = int(f.read().strip())
+    except (OSError, ValueError, StopIteration):
+        return None
+    return None if limit == "max" else int(limit) - current
 
 
 def format_bytes(n):

@@ -1,0 +1,80 @@
+"""`generate`'s sizes: --num-samples and --max-new-tokens are refused at the start, with an
+estimate, where they cannot fit in memory (a `ulimit -v` included), as --beam is; one sample
+is printed as it is drawn, so `generate ... | head` ends at once, quietly."""
+
+import resource
+import subprocess
+import sys
+import time
+
+import pytest
+
+from doors import NT, error, nt, ok
+
+QUICK = ["--quick", "--no-figures", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory):
+    """A tiny `train-lm` checkpoint."""
+    folder = tmp_path_factory.mktemp("lm")
+    (folder / "text.txt").write_text("to be or not to be, that is the question.\n" * 60)
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--steps", "6", "--out", "lm", cwd=folder))
+    return folder / "lm" / "best.npz"
+
+
+def test_sample_counts_and_lengths_that_cannot_fit_are_refused_at_the_start(lm):
+    start = time.perf_counter()
+    error(nt("generate", "--checkpoint", lm, "--num-samples", "100000000"),
+          2, "--num-samples", "100,000,000", "at most", "estimate", "available")
+    error(nt("generate", "--checkpoint", lm, "--num-samples", "2", "--max-new-tokens",
+             "1000000000000"), 2, "--max-new-tokens", "1,000,000,000,000", "at most", "estimate")
+    assert time.perf_counter() - start < 60
+
+
+def _address_space(limit):
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return set_limit
+
+
+def test_a_memory_limit_is_counted_before_sampling(lm):
+    # One million samples fit in this machine's memory, not in 3 GiB of address space.
+    done = subprocess.run([*NT, "generate", "--checkpoint", str(lm), "--num-samples",
+                           "1000000"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, preexec_fn=_address_space(3 * 2**30))
+    error(done, 2, "--num-samples", "1,000,000", "at most", "estimate", "available")
+
+
+def test_one_sample_streams_and_a_closed_pipe_ends_it_quietly(lm):
+    proc = subprocess.Popen([*NT, "generate", "--checkpoint", str(lm), "--max-new-tokens",
+                             "1000000000", "--prompt", "to"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        head = proc.stdout.read(50)                     # `| head -c 50`
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert head.startswith(b"to") and len(head) == 50
+    assert proc.returncode == 141 and b"Traceback" not in err and b"rror" not in err, err
+
+
+def test_the_printed_sample_is_the_python_apis(lm):
+    args = ["generate", "--checkpoint", lm, "--max-new-tokens", "80", "--seed", "4",
+            "--prompt", "to be"]
+    streamed = ok(nt(*args))
+    batched = ok(nt(*args, "--num-samples", "2")).split("--- sample 2 ---")[0]
+    import numpy_transformer
+    text = numpy_transformer.load_trained(lm).generate("to be", 80, seed=4)
+    assert streamed == text + "\n"
+    assert len(streamed) > len("to be") + 40 and batched.startswith("--- sample 1 ---\nto be")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc are Linux's")
+def test_the_limit_is_in_the_available_memory():
+    code = ("from numpy_transformer.system.sizes import available_memory as a; "
+            "print(a() < 2**31)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, preexec_fn=_address_space(2 * 2**30))
+    assert done.stdout.strip() == "True", done.stderr
