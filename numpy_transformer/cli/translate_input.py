@@ -19,7 +19,7 @@ import stat
 import sys
 
 from ..checkpoint import load_run
-from ..data import UNK_ID, get_task
+from ..data import get_task
 from ..errors import InputError
 from ..system.files import check_writable_folder
 from ..training.metrics import decode_batches
@@ -55,7 +55,7 @@ def run_translate(args):
     texts = args.texts if path is None else _read_lines(path)
     where = "TEXT" if path is None else "--input line"
     seqs = encode_inputs(toks["src"], texts, where, model.config.max_len, path is None)
-    warn_unknown_symbols(toks["src"], texts, seqs)
+    warn_unknown_symbols(toks["src"], texts)
     warn_long_inputs(seqs, where, _longest_trained(meta, args.checkpoint, model))
     if args.alpha != 0.6 and args.beam == 1:
         print("note: --alpha only changes beam search (give --beam 2 or more)", file=sys.stderr)
@@ -120,7 +120,7 @@ def encode_inputs(tok, texts, where, max_len, refuse_empty):
     return seqs
 
 
-def warn_unknown_symbols(tok, texts, seqs):
+def warn_unknown_symbols(tok, texts):
     """One warning on stderr naming the input's symbols (characters, words or subwords)
     outside the model's vocabulary: the model reads them as <unk>."""
     shown = tok.unknown_symbols(texts)
