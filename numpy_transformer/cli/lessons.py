@@ -81,7 +81,8 @@ def _copy(lessons, out, overwrite):
           f"{' and README.md' if 'README.md' in done else ''} in {os.path.join(out, '')}: "
           f"{written} file{'s' if written != 1 else ''} written"
           + (f", {same} already there" if same else ""))
-    print(f"Open them with Jupyter (pip install \"numpy_transformer[notebooks]\" brings it):"
+    print(f"Open them with Jupyter (pip install \"numpy_transformer[notebooks]\", from a clone "
+          f"pip install -e \".[notebooks]\", brings it):"
           f"\n  jupyter lab {out}")
     return 0
 

@@ -16,7 +16,8 @@ from importlib.util import find_spec
 from ..system.files import read_notebook_cells
 
 INSTALLS = {"torch": "pip install torch==2.13.0",
-            "cupy": 'pip install "numpy_transformer[gpu]" on a machine with an NVIDIA GPU'}
+            "cupy": 'pip install "numpy_transformer[gpu]" (from a clone: pip install -e ".[gpu]") '
+                    'on a machine with an NVIDIA GPU'}
 CATCHES = {"ImportError", "ModuleNotFoundError", "Exception"}
 
 

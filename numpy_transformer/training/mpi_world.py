@@ -45,7 +45,8 @@ def world():
         from mpi4py import MPI
     except ImportError:
         raise InputError(f"started by an MPI launcher with {launched_size()} processes, but "
-                         "mpi4py is not installed; pip install 'numpy_transformer[mpi]'") from None
+                         "mpi4py is not installed; pip install 'numpy_transformer[mpi]' "
+                         "(from a clone: pip install -e '.[mpi]')") from None
     if MPI.COMM_WORLD.Get_size() != launched_size():      # else N runs, each thinking it is alone
         raise InputError(f"the MPI launcher started {launched_size()} processes, but mpi4py sees "
                          f"{MPI.COMM_WORLD.Get_size()}: mpiexec and mpi4py come from different "

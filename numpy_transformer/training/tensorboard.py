@@ -22,7 +22,8 @@ import os
 
 from ..errors import InputError
 
-INSTALL = "pip install 'numpy_transformer[tensorboard]' (or pip install tensorboardX)"
+INSTALL = ("pip install 'numpy_transformer[tensorboard]' "
+           "(from a clone: pip install -e '.[tensorboard]'; or pip install tensorboardX)")
 
 
 class TensorBoardLog:

@@ -52,7 +52,8 @@ def test_missing_modules_are_those_not_installed(tmp_path):
 
 @pytest.mark.parametrize("module, command", [
     ("torch", "pip install torch==2.13.0"),
-    ("cupy", 'pip install "numpy_transformer[gpu]" on a machine with an NVIDIA GPU'),
+    ("cupy", 'pip install "numpy_transformer[gpu]" (from a clone: pip install -e ".[gpu]") on a '
+             'machine with an NVIDIA GPU'),
     ("tqdm", "pip install tqdm")])
 def test_how_to_install(module, command):
     assert how_to_install(module) == command

@@ -86,5 +86,6 @@ def test_train_lm_tensorboard_without_the_package_is_one_error_line(tmp_path):
                            "--no-progress", "--tensorboard"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
-    error(done, 2, "tensorboardX", "numpy_transformer[tensorboard]")
+    error(done, 2, "tensorboardX", "numpy_transformer[tensorboard]",
+          "pip install -e '.[tensorboard]'")                     # the clone's form too
     assert not (tmp_path / "runs" / "lm" / "last.npz").exists()
