@@ -27,6 +27,7 @@ from ..version import __version__
 from ..errors import InputError, TrainingDiverged
 from ..training.signals import EXIT_STATUS, silence_stdout
 from .config_file import sources
+from .data_files import as_typed
 from .options import Parser, option_names, with_files
 
 
@@ -97,15 +98,15 @@ def _report(err, parser=None, files=None):
         silence_stdout()
         return EXIT_STATUS["closed output"]
     if isinstance(err, TrainingDiverged):
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        print(f"error: {as_typed(_one_line(err))}", file=sys.stderr)
         return 1
-    if isinstance(err, InputError):
-        print(f"error: {with_files(option_names(_one_line(err), parser), parser, files)}",
-              file=sys.stderr)
+    if isinstance(err, InputError):              # data paths shown as typed (data_files.py)
+        text = as_typed(with_files(option_names(_one_line(err), parser), parser, files))
+        print(f"error: {text}", file=sys.stderr)
         return 2
     if isinstance(err, OSError):
         text = option_names(_os_error(err), parser, head=False)
-        print(f"error: {with_files(text, parser, files)}", file=sys.stderr)
+        print(f"error: {as_typed(with_files(text, parser, files))}", file=sys.stderr)
         return 2
     if isinstance(err, MemoryError):
         print("error: out of memory; try smaller sizes (rerun with --debug for the "

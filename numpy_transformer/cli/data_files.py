@@ -12,6 +12,7 @@ digests were recorded takes a new path with a warning.
 """
 
 import os
+import re
 import shlex
 
 from ..data.config import FILES
@@ -27,12 +28,32 @@ def option(name):
     return "--" + name.replace("_", "-")
 
 
+# {absolute path: the path as typed}: a run keeps its data files' absolute paths (config.json,
+# the checkpoints: --resume finds them from any folder); what it prints shows them as typed.
+TYPED = {}
+
+
+def absolute(path):
+    """os.path.abspath(path), remembered so that messages show `path` as it was typed."""
+    full = os.path.abspath(path)
+    if full != path:
+        TYPED[full] = path
+    return full
+
+
+def as_typed(text):
+    """`text` with each data path made absolute by this command shown as it was typed."""
+    for full in sorted(TYPED, key=len, reverse=True):     # /a/b.txt.gz before /a/b.txt
+        text = re.sub(re.escape(full) + r"(?![\w/\\-]|\.\w)", lambda _, typed=TYPED[full]: typed, text)
+    return text
+
+
 def record_digests(settings):
     """Make the settings' data paths absolute (so that --resume works from anywhere) and
     record their SHA-256 digests in settings["sha256"]."""
     for name in FILES:
         if settings.get(name):
-            settings[name] = os.path.abspath(settings[name])
+            settings[name] = absolute(settings[name])
     settings["sha256"] = {name: file_sha256(settings[name], option(name))
                           for name in FILES if settings.get(name)}
 
@@ -46,7 +67,7 @@ def find_data(settings, given, resume, command):
             print(f"note: the run in {resume} has no {option(name)} file; ignoring "
                   f"{option(name)}")
         elif given.get(name):
-            path = os.path.abspath(given[name])
+            path = absolute(given[name])
             recorded[name] = _checked(path, name, recorded.get(name), resume)
             settings[name] = path
         elif settings.get(name):
@@ -59,10 +80,10 @@ def _checked(path, name, digest, resume):
     actual = file_sha256(path, option(name))
     if digest is None:
         print(f"warning: {resume} records no digest of its data (a checkpoint of an older "
-              f"version); trusting that {path} is the run's {option(name)} file")
+              f"version); trusting that {as_typed(path)} is the run's {option(name)} file")
     elif actual != digest:
         raise InputError(message(option(name), f"the run's {option(name)} file (sha256 "
-                                 f"{digest})", f"{path!r}, a different file (sha256 {actual})"))
+                                 f"{digest})", f"{as_typed(repr(path))}, a different file (sha256 {actual})"))
     return actual
 
 

@@ -22,6 +22,7 @@ from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
 from . import run
 from .configs import config_from, metadata
+from .data_files import as_typed
 from .options import (add_common, add_model_options, add_training_options, describe,
                       nonnegative_int, positive_float, positive_int, raw_formatter)
 
@@ -113,7 +114,8 @@ def run_train_lm(args):
                       held_out_characters=len(val_ids), sample=sample)
     figures = run.draw_figures(args, s, trainer, unit="character")
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
-                     f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}")
+                     f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}",
+                     trainer)
     return 0
 
 
@@ -128,7 +130,8 @@ def _saved_tokenizer(ckpt, text):
     unknown = sorted(set(load_text(text, "--text")) - set(tok.symbols))
     if unknown:
         shown = "".join(unknown[:20]) + ("..." if len(unknown) > 20 else "")
-        print(f"warning: {text} now holds {len(unknown)} character{'s' * (len(unknown) > 1)} "
+        print(f"warning: {as_typed(text)} now holds {len(unknown)} "
+              f"character{'s' * (len(unknown) > 1)} "
               f"the run's saved vocabulary lacks ({shown!r}); they read as <unk> (the run "
               f"keeps its saved tokenizer)")
     return tok

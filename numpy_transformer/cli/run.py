@@ -29,7 +29,7 @@ from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from ..training.tensorboard import TensorBoardLog, close_logs
-from .data_files import FILES, find_data, record_digests
+from .data_files import FILES, as_typed, find_data, record_digests
 from .config_file import sources
 from .configs import config_from, saved_settings
 from .outputs import check_figures_folder, check_name
@@ -197,8 +197,8 @@ def train(args, settings, model, stream, ckpt, what, **options):
     trainer = make_trainer(args, settings, model, stream, ckpt, **options,
                            resume_command=partial(continue_command, kind))
     resuming = f" (resuming at step {trainer.step})" if ckpt is not None else ""
-    print(f"training {what} ({model.num_parameters():,} parameters) for {settings['steps']} "
-          f"steps{resuming}; run folder {settings['out']}")
+    print(as_typed(f"training {what} ({model.num_parameters():,} parameters) for "
+                   f"{settings['steps']} steps{resuming}; run folder {settings['out']}"))
     result = trainer.fit()
     close_logs(trainer)
     if result.interrupted:
@@ -268,6 +268,7 @@ def write_results(settings, trainer, seconds, **results):
               "seconds_per_step": round(seconds / max(1, trainer.step - trainer.session_start),
                                         4),
               "sessions": sessions,
+              "best_step": trainer.best_step,             # the step best.npz holds
               "peak_memory_mib": peak_memory_mib(),
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                           "mpi_ranks": launched_size(), "python": platform.python_version()},
@@ -299,11 +300,23 @@ def peak_memory_mib():
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)   # bytes / KiB
 
 
-def print_ending(settings, figures, next_command):
-    """Where everything is, and the next command to try."""
+def best_text(metric, value):
+    """'exact match 99.8%', 'BLEU 27.31', 'held-out loss 1.2345': a best value, named."""
+    if metric in ("exact_match", "token_accuracy"):
+        return f"{metric.replace('_', ' ')} {100 * value:.1f}%"
+    if metric == "bleu":
+        return f"BLEU {value:.2f}"
+    return f"held-out {metric.replace('_', ' ')} {value:.4f}"
+
+
+def print_ending(settings, figures, next_command, trainer=None):
+    """Where everything is, which step best.npz holds, and the next command to try."""
     out = settings["out"]
     names = [n for n in sorted(os.listdir(out)) if not n.startswith(".") and n != "figures"]
     print(f"saved in {out}/: {', '.join(names)}")
+    if trainer is not None and trainer.best_step is not None:
+        print(f"best.npz: step {trainer.best_step} "
+              f"({best_text(trainer.config.best_metric, trainer.best)})")
     if figures:
         print(f"figures in {os.path.dirname(figures[0])}/: "
               f"{', '.join(os.path.basename(f) for f in figures)}")

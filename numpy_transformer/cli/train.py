@@ -138,7 +138,7 @@ def run_train(args):
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)
     text = data.src_tok.decode(data.val[0][0]) if data.val else "hello"
     run.print_ending(s, figures, f"python -m numpy_transformer translate --checkpoint "
-                     f"{shlex.quote(s['out'] + '/best.npz')} {shlex.quote(text)}")
+                     f"{shlex.quote(s['out'] + '/best.npz')} {shlex.quote(text)}", trainer)
     return 0
 
 

@@ -72,7 +72,7 @@ class Checkpointer:
                                                 step=trainer.step if in_place else None)
         self.claimed = True
         if branch:           # a branch starts its own best: its first evaluation writes
-            trainer.best = None      # out/best.npz (the old run's best.npz stays there)
+            trainer.best = trainer.best_step = None  # out/best.npz (the old run's stays)
         for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
         self.folder.write_json("config.json", {
@@ -144,7 +144,8 @@ class Checkpointer:
                 "train_config": asdict(trainer.config),
                 "data_state": trainer.stream.state_dict(),
                 "dropout_states": generator_states(trainer.model),
-                "best": {"metric": trainer.config.best_metric, "value": trainer.best},
+                "best": {"metric": trainer.config.best_metric, "value": trainer.best,
+                         "step": trainer.best_step},
                 "training_seconds": round(trainer.training_seconds, 3),
                 "sessions": sessions_of(trainer),
                 "schedule_steps": getattr(trainer.scheduler.schedule, "total_steps", None),
@@ -189,6 +190,7 @@ def restore(trainer, checkpoint):
     if note:
         trainer.write(note)
     trainer.best = meta.get("best", {}).get("value")
+    trainer.best_step = meta.get("best", {}).get("step")     # None: saved before issue 40
     trainer.seconds_before = float(meta.get("training_seconds", 0.0))
     trainer.sessions_before, trainer.session_start = saved_sessions(meta), trainer.step
     trainer.run_id = meta.get("run_id") or trainer.run_id     # one run, across its sessions

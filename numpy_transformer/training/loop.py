@@ -75,6 +75,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.run_id = secrets.token_hex(8)   # in every checkpoint: `average` mixes no runs
         self.step, self.best, self.last_eval = 0, None, None
+        self.best_step = None                # the step best.npz holds
         self.history = History()
         self.stop_requested = self.stop_reason = None   # asked for here; agreed: the run
                                                         # ends after this step
@@ -152,6 +153,7 @@ class Trainer:
                 path = self.save_checkpoint()
                 how = self.checkpointer.resume_command
                 where = f"; saved {path}, continue with: {how(path)}" if path else ""
+                self.progress.close()       # the bar stays above: the command is the last line
                 self.write(f"stopped at step {self.step} ({self.stop_reason}){where}")
             else:                       # the last step: evaluated and saved at that step
                 if not self.history.eval or self.history.eval[-1]["step"] != self.step:
@@ -261,7 +263,7 @@ class Trainer:
                    + format_metrics(scalars))
         value = scalars.get(self.config.best_metric)
         if improves(value, self.best, self.config.best_is_higher()):
-            self.best = value
+            self.best, self.best_step = value, self.step
             self.save_checkpoint("best.npz")
         return metrics
 
