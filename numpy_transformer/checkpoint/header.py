@@ -95,6 +95,9 @@ def _check_metadata(meta, field):
     best = meta.get("best", {}).get("value")
     if best is not None and not _is_number(best):
         raise field("metadata.best.value", "a finite number or null", repr(best)[:80])
+    step = meta.get("best", {}).get("step")          # the step best.npz holds (issue 40)
+    if step is not None and not (_is_int(step) and step >= 0):
+        raise field("metadata.best.step", "a step count >= 0 or null", repr(step)[:80])
     if not all(isinstance(state, dict) for state in meta.get("dropout_states", [])):
         raise field("metadata.dropout_states", "a list of generator states (dicts)",
                     "another list")

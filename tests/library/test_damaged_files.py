@@ -134,6 +134,7 @@ def _retype(prefix, dtype):
     (_set(["metadata", "step"], "7"), ["metadata.step"]),
     (_set(["metadata", "kind"], ["lm"]), ["metadata.kind"]),
     (_set(["metadata", "best"], []), ["metadata.best"]),
+    (_set(["metadata", "best", "step"], "12"), ["metadata.best.step"]),
     (_set(["metadata", "training_seconds"], "x"), ["metadata.training_seconds"]),
     (_set(["metadata", "dropout_states"], 5), ["metadata.dropout_states"]),
     (_set(["metadata", "data_state"], [0, 2]), ["metadata.data_state"]),
