@@ -144,9 +144,9 @@ class Trainer:
         self.stop_requested = self.stop_reason = None
         self.claim_out()
         self.clock.start()
-        self.progress.open(self.config.steps, self.step, self.config.progress)
         try:
-            with stop_requests(self.request_stop):
+            with stop_requests(self.request_stop):      # Ctrl-C from the bar's first draw
+                self.progress.open(self.config.steps, self.step, self.config.progress)
                 interrupted = self._loop()
             self.flush()
             if interrupted:

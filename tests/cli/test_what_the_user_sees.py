@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.doors import NT, error, names, nt, ok, write_word_pairs
+from doors import NT, error, names, nt, ok, write_word_pairs
 
 QUICK = ["--steps", "4", "--warmup", "1", "--quick", "--no-figures", "--no-progress"]
 
@@ -103,8 +103,8 @@ def test_after_ctrl_c_the_last_line_is_the_resume_command(tmp_path):
                             cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=child, stderr=child)
     os.close(child)
     try:
-        shown = _read_all(main, until=b"tok/s")    # the bar is drawn and training has begun
-        assert "tok/s" in shown, shown
+        shown = _read_all(main, until=b"step/s")   # from the bar's first draw
+        assert "step/s" in shown, shown
         proc.send_signal(signal.SIGINT)
         shown += _read_all(main)
         assert proc.wait(timeout=20) == 130, shown
