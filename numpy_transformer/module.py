@@ -121,6 +121,38 @@ class Module:
         for name, param in own.items():
             param[...] = xp.asarray(state[name], dtype=param.dtype)
 
+    # Printing: `print(model)` shows the tree, as PyTorch does, with parameter counts.
+
     def __repr__(self):
-        children = ", ".join(name for name, _ in self.named_children())
-        return f"{type(self).__name__}({children})"
+        """One line per module, `(name): Type(settings)  # parameters`, children indented;
+        a list of identical modules is shown once, as `(layers): N x Type`. An array shared by
+        two modules counts in both, and once in the total at the top."""
+        lines = tree_lines(self)
+        if self.num_parameters():
+            lines[0] += " parameters"
+        return "\n".join(lines)
+
+
+def tree_lines(module, label="", times=1):
+    """The lines of `module`'s tree, its own first (see Module.__repr__); `times` identical
+    copies of it stand behind it."""
+    settings = ", ".join(f"{key}={value!r}" for key, value in vars(module).items()
+                         if key != "training" and isinstance(value, (bool, int, float, str)))
+    count = module.num_parameters()
+    lines = [label + type(module).__name__ + (f"({settings})" if settings else "")
+             + (f"  # {f'{times} x ' if times > 1 else ''}{count:,}" if count else "")]
+    for name, value in vars(module).items():
+        if isinstance(value, Module):
+            children = [(f"({name}): ", value, 1)]
+        elif isinstance(value, (list, tuple)):
+            items = [(i, item) for i, item in enumerate(value) if isinstance(item, Module)]
+            first = tree_lines(items[0][1]) if items else None
+            if len(items) > 1 and all(tree_lines(item) == first for _, item in items):
+                children = [(f"({name}): {len(items)} x ", items[0][1], len(items))]
+            else:
+                children = [(f"({name}.{i}): ", item, 1) for i, item in items]
+        else:
+            continue
+        for child_label, child, copies in children:
+            lines += ["  " + line for line in tree_lines(child, child_label, copies)]
+    return lines

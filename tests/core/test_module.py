@@ -120,7 +120,29 @@ def test_base_forward_backward_not_implemented():
         Module()(np.zeros(2))
     with pytest.raises(NotImplementedError, match="Module.backward"):
         Module().backward(np.zeros(2))
-    assert repr(Block(np.random.default_rng(0))) == "Block(ff, drop)"
+
+
+def test_print_shows_the_tree_with_settings_and_parameter_counts(rng):
+    """print(model): each module with its settings and parameter count, indented as the tree;
+    identical blocks of a list shown once; a shared array counted once in the total."""
+    assert repr(Block(rng)).splitlines() == [
+        "Block  # 16 parameters",
+        "  (ff): Linear(in_features=3, out_features=4)  # 16",
+        "  (drop): Dropout(p=0.1, frozen=False)"]
+    assert repr(Net(rng)).splitlines() == [
+        "Net  # 53 parameters",
+        "  (inp): Linear(in_features=2, out_features=3)  # 9",
+        "  (layers): 2 x Block  # 2 x 16",
+        "    (ff): Linear(in_features=3, out_features=4)  # 16",
+        "    (drop): Dropout(p=0.1, frozen=False)",
+        "  (head): Linear(in_features=3, out_features=4)  # 12"]
+    tied = repr(Net(rng, tie=True)).splitlines()
+    assert tied[0] == "Net  # 41 parameters"         # head.weight is layers.0.ff.weight
+    net = Net(rng)
+    net.layers[1].drop.p = 0.2                        # no longer identical: each one shown
+    assert [line for line in repr(net).splitlines() if "Block" in line] == [
+        "  (layers.0): Block  # 16", "  (layers.1): Block  # 16"]
+    assert repr(Module()) == "Module"
 
 
 def every_layer(rng):
