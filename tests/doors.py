@@ -2,6 +2,7 @@
 checking that an error names the parameter or option and the values (not its whole sentence)."""
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -80,3 +81,17 @@ def write_word_pairs(folder):
     (folder / "pairs.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
     return pairs
 
+
+def blocked_places(folder):
+    """Make in `folder` the places under which no file can be written: a regular file, a
+    dangling symbolic link, a link loop and, for a user other than root (who may write
+    anywhere), a folder without write permission. Returns {name: what the refusal says}."""
+    (folder / "a_file").write_text("kept\n")
+    (folder / "dangling").symlink_to("nowhere")
+    (folder / "loop").symlink_to("loop")
+    places = {"a_file": "is a file", "dangling": "dangling symbolic link", "loop": "link loop"}
+    if os.geteuid() != 0:
+        (folder / "closed").mkdir()
+        (folder / "closed").chmod(0o555)
+        places["closed"] = "without write permission"
+    return places

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from doors import blocked_places
 from numpy_transformer.data.download import DATASETS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -222,15 +223,7 @@ def test_an_out_that_cannot_hold_the_files_is_refused_before_any_download(server
     """A file, a path under a file, a dangling symbolic link or a link loop as --out (and,
     for a user other than root, a folder without write permission) is refused naming --out
     and the path, before a byte is asked of the server; files there are left as they were."""
-    (tmp_path / "a_file").write_text("kept\n")
-    (tmp_path / "dangling").symlink_to("nowhere")
-    (tmp_path / "loop").symlink_to("loop")
-    outs = {"a_file": "is a file", "a_file/data": "is a file",
-            "dangling": "dangling symbolic link", "loop": "link loop"}
-    if os.geteuid() != 0:
-        (tmp_path / "closed").mkdir()
-        (tmp_path / "closed").chmod(0o555)
-        outs["closed"] = "without write permission"
+    outs = {**blocked_places(tmp_path), "a_file/data": "is a file"}
     for out, why in outs.items():
         done = data(dataset, "--out", out, "--base-url", server["url"], cwd=tmp_path)
         error(done, "--out", repr(out), why)
