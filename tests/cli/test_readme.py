@@ -65,6 +65,7 @@ def commands():
     return found
 
 
+@pytest.mark.slow   # about a minute (every command of the README and its pages, in order): CI's -m slow pass runs it
 def test_every_readme_command_runs_as_printed(tmp_path):
     for name, text in DATA.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
