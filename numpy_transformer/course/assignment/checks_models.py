@@ -34,33 +34,34 @@ CHECKS = [
     check("attention", "attention_gradients", 5, [
         either(task("attention", 30, shape_q=[2, 3, 4, 6], keys=5)),
         either(task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING))],
-        "dv = A^T dO, dA = dO v^T, then softmax_backward, then dq = dS k / sqrt(Dh), "
-        "dk = dS^T q / sqrt(Dh); call softmax_backward (graded apart: a stand-in here)"),
+        "the gradients of q, k and v, with and without a padding mask (softmax_backward is "
+        "graded apart: a stand-in here, so it must be called)"),
     check("attention", "attention_fully_masked_row", 3, [
         either(task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY))],
-        "a query with no key allowed has all-zero weights: finite, zero gradients"),
+        "a query with no key allowed: its gradients are finite, never NaN"),
     check("attention", "attention_dropout", 2, [
         either(task("attention", 33, shape_q=[2, 2, 3, 4], keys=5, dropout=True))],
-        "with dropout, dv uses dropout(A) (reapply) and dA goes through dropout.backward"),
+        "the gradients of q, k and v with dropout on the attention weights (a stand-in dropout)"),
 
     check("multihead_attention", "mha_cross_attention", 4, [
         task("multihead_attention", 34, d_model=6, heads=2, batch=2, queries=3, keys=4)],
-        "w_o backward, split heads, attention backward, merge heads, then w_q, w_k, w_v "
-        "each on its own gradient; call the kernel's and the projections' backward (stand-ins "
-        "here)"),
+        "cross-attention: the gradients of the query, key and value inputs and of every "
+        "projection (the kernel and the projections are stand-ins here: their own backward "
+        "must be called)"),
     check("multihead_attention", "mha_self_attention", 3, [
         task("multihead_attention", 35, d_model=6, heads=3, batch=2, queries=4, keys=4,
              self_attention=True)],
-        "q = k = v: still three gradients, one per input"),
+        "self-attention, one tensor passed as query, key and value: three gradients, one per "
+        "argument"),
     check("multihead_attention", "mha_heads_and_accumulation", 3, [
         task("multihead_attention", 36, d_model=8, heads=4, batch=3, queries=2, keys=5,
              prefill=True)],
-        "heads merged with the transpose back to (B, T, H*Dh); each child's backward once"),
+        "more heads, gradients already held kept, each child's backward called once"),
 
     check("mla", "mla_project_backward", 6, [
         task("mla_project", 37, d_model=8, heads=2, latent=3, batch=2, queries=3, keys=4)],
-        "dc = dK through w_k_decompress PLUS dV through w_v_decompress; dk = dc through "
-        "w_kv_compress; dq through w_q; dv = 0 (the projections are stand-ins here)"),
+        "project_backward's gradients of the query, key and value inputs (the projections "
+        "are stand-ins here)"),
     check("mla", "mla_other_sizes", 4, [
         task("mla_project", 38, d_model=6, heads=3, latent=2, batch=1, queries=2, keys=5)],
         "the same with other sizes"),
@@ -68,24 +69,24 @@ CHECKS = [
     check("encoder_stack", "encoder_block", 4, [
         stack_task(False, 40, layers=1, norm_first=False, block_only=True),
         stack_task(False, 41, layers=1, norm_first=True, block_only=True)],
-        "the sublayers in reverse order; self-attention read h three times: dq + dk + dv "
-        "(attention, feed-forward, norms and dropouts are stand-ins here)"),
+        "one encoder block's input gradient, post-norm and pre-norm (attention, feed-forward, "
+        "norms and dropouts are stand-ins here)"),
     check("encoder_stack", "encoder_pre_norm", 3, [
         stack_task(False, 42, layers=2, norm_first=True)],
-        "the final LayerNorm's backward first, then the blocks in reverse"),
+        "a pre-norm stack with its final LayerNorm: the input gradient"),
     check("encoder_stack", "encoder_post_norm", 3, [
         stack_task(False, 43, layers=3, norm_first=False)],
-        "the blocks in reverse order, each once"),
+        "a post-norm stack of several blocks: the input gradient"),
 
     check("decoder_stack", "decoder_block", 4, [
         stack_task(True, 44, layers=1, norm_first=False, block_only=True),
         stack_task(True, 45, layers=1, norm_first=True, block_only=True)],
-        "feed-forward, cross-attention (dmemory = dk + dv), self-attention (dq + dk + dv); "
-        "the children are stand-ins here"),
+        "one decoder block's gradients of its input and of the encoder memory, post-norm and "
+        "pre-norm (the children are stand-ins here)"),
     check("decoder_stack", "decoder_pre_norm", 3, [
         stack_task(True, 46, layers=2, norm_first=True)],
-        "final LayerNorm first; every block read memory: dmemory is the SUM over blocks"),
+        "a pre-norm stack with its final LayerNorm: the gradients of the input and of the memory"),
     check("decoder_stack", "decoder_post_norm", 3, [
         stack_task(True, 47, layers=3, norm_first=False)],
-        "the blocks in reverse; dmemory summed over all 3 blocks"),
+        "a post-norm stack of several blocks: the gradients of the input and of the memory"),
 ]

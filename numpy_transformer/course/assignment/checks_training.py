@@ -18,35 +18,33 @@ CHECKS = [
     check("cross_entropy", "cross_entropy_gradients", 4, [
         task("cross_entropy", 50, targets=TARGETS, vocab=5),
         task("cross_entropy", 51, targets=TARGETS, vocab=5, ignore_index=0)],
-        "dlogits = (p - onehot) / N on counted rows, 0 on ignored rows; N counts only "
-        "the rows that are not ignored"),
+        "the gradient of the logits, without ignored targets and with some (ignore_index)"),
     check("cross_entropy", "cross_entropy_label_smoothing", 3, [
         task("cross_entropy", 52, targets=TARGETS, vocab=5, ignore_index=0, smoothing=0.2),
         task("cross_entropy", 53, targets=TARGETS, vocab=5, ignore_index=0, smoothing=0.2,
              uniform=True)],
-        "q = (1 - eps) onehot + eps / V over all V classes; dlogits = (p - q) / N"),
+        "the gradient of the logits with label smoothing, some targets ignored"),
     check("cross_entropy", "cross_entropy_dloss_and_all_ignored", 3, [
         task("cross_entropy", 54, targets=TARGETS, vocab=6, ignore_index=0, dloss=2.5),
         task("cross_entropy", 55, targets=[[0, 0], [0, 0]], vocab=4, ignore_index=0)],
-        "backward(dloss) scales by dloss; with every target ignored the gradient is 0"),
+        "backward(dloss) with a dloss other than 1, and a batch whose every target is ignored"),
 
     check("adam", "adam_updates", 4, [
         task("adam", 56, steps=3, hyper=dict(HYPER, weight_decay=0.0), shapes=SHAPES)],
-        "m, v, then p -= lr m_hat / (sqrt(v_hat) + eps) with m_hat = m / (1 - b1^t), "
-        "v_hat = v / (1 - b2^t); in place"),
+        "several updates without weight decay, the parameters changed in place"),
     check("adam", "adam_l2_weight_decay", 3, [
         task("adam", 57, steps=3, hyper=dict(HYPER, weight_decay=0.1), shapes=SHAPES),
         task("adam", 61, steps=3, hyper=dict(HYPER, weight_decay=0.1), shapes=SHAPES,
              optimizer="AdamW")],
-        "Adam's weight decay joins the gradient (g + wd p) before the moments; AdamW's "
-        "does not (whole AdamW steps here, its decay a stand-in: decoupled only)"),
+        "Adam's L2 weight decay, and whole AdamW steps (AdamW's own decay a stand-in here)"),
     check("adam", "adam_first_step", 3, [
         task("adam", 58, steps=1, hyper=dict(lr=1e-2, eps=1e-12), shapes={"w": [4, 5]})],
-        "with bias correction the first step moves every coordinate by about lr * sign(g)"),
+        "the very first update, with gradients of very different sizes"),
 
     check("adamw", "adamw_decay", 6, [
         task("adamw_decay", 59, lrs=[0.05, 0.01], weight_decay=0.1, shape=[3, 4])],
-        "p <- p (1 - lr wd) in place, with the optimizer's current lr"),
+        "the decay alone, in place, with the learning rate changed between steps (as a "
+        "schedule does)"),
     check("adamw", "adamw_decay_other_values", 4, [
         task("adamw_decay", 60, lrs=[1e-3, 0.2, 0.02], weight_decay=0.5, shape=[5])],
         "the same with other values of lr and weight_decay"),
