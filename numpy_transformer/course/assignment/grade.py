@@ -27,7 +27,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...system.files import atomic_write
 from .make import PACKAGE, read_manifest
-from .parts import failed_part, reference_results, score_part, validate_parts
+from .parts import failed_part, reference_results, score_part, validate_parts, validate_seed
 from .formulas import redact_report
 from .runner import MEMORY_MB, Harness
 
@@ -64,10 +64,12 @@ class GradeReport:
 
 
 def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
-          teacher=False):
+          teacher=False, seed=None):
     """Grade the student copy in `directory`; returns a GradeReport (prints nothing).
 
     timeout    seconds each part's worker may run; memory_mb its address-space limit
+    seed       the grading secret the inputs are drawn with (an int >= 0, to reproduce a
+               grade); None: this process's random one (parts.SECRET), never in any copy
     python     the interpreter of the workers (default: this one)
     teacher    keep the parts' formulas in the messages (a student's report has none:
                formulas.redact_report)
@@ -75,6 +77,7 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
     root = Path(directory).resolve()
     manifest = read_manifest(root)
     parts = validate_parts(manifest["parts"] if parts is None else parts)
+    seed = validate_seed(seed)
     own = read_manifest(PACKAGE.parent, required=False)
     if own and own.get("stubbed"):
         raise InputError(f"the grader at {PACKAGE} belongs to a student copy (its solutions are "
@@ -82,21 +85,21 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
     results = []
     with Harness(python) as harness:
         for part in parts:
-            outputs, status, problem = harness.run(root, reference_results(part), timeout,
-                                                   memory_mb)
+            outputs, status, problem = harness.run(root, reference_results(part, seed),
+                                                   timeout, memory_mb)
             results.append(failed_part(part, problem) if problem
-                           else score_part(part, outputs, status))
+                           else score_part(part, outputs, status, seed))
     report = GradeReport(str(root), results, harness.warning)
     return report if teacher else redact_report(report)
 
 
 def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print,
-                     teacher=False):
+                     teacher=False, seed=None):
     """`assignment grade DIR [--json FILE]`: print the table, write the JSON grade-book entry.
 
     Returns 0 when every graded part has full points, 1 otherwise.
     """
-    report = grade(directory, parts=parts, timeout=timeout, teacher=teacher)
+    report = grade(directory, parts=parts, timeout=timeout, teacher=teacher, seed=seed)
     if report.warning:
         out(report.warning)
     out(report.table())

@@ -26,6 +26,13 @@ recorded arrays to the worker, which runs the same task on the student's
 package with Read, and the teacher compares the two sets of outputs itself.
 (`assignment make` records the same way for the local check, into expected.npz.)
 
+The seed of a task's arrays is `task_seed(seed, secret)`: the task's number in
+the registry mixed with a secret. The grader's secret is drawn at grading time
+(a per-run random one, or the teacher's `--seed N`) and never leaves the
+teacher's side; the public check's inputs (secret None, expected.npz, shipped
+in every copy) come from another stream, whatever the grader's secret, so no
+copy holds an input, or an output, of the grader's.
+
 Harness code: imports nothing but NumPy and the other harness files, because
 the worker loads it by path (worker.py).
 """
@@ -59,8 +66,22 @@ SCENARIOS = {       # task kind -> function(pkg, source, standins, **args) -> {n
 }
 
 
+PUBLIC_SALT = 0x5EED_C0DE_2026     # the public check's inputs: no secret, a fixed salt
+
+
+def task_seed(seed, secret=None):
+    """The seed of a task's arrays: the task's registry `seed` mixed with the grader's
+    `secret` (a non-negative int), or with the public salt when `secret` is None (the
+    local check's inputs). The two kinds come from separate streams (the spawn key's
+    first number), so no grading secret draws the public inputs."""
+    if secret is None:
+        return np.random.SeedSequence(PUBLIC_SALT, spawn_key=(0, seed))
+    return np.random.SeedSequence(secret, spawn_key=(1, seed))
+
+
 class Draw:
-    """Teacher side: every array drawn from one seeded generator and recorded by name."""
+    """Teacher side: every array drawn from one seeded generator and recorded by name
+    (`seed`: an int or a task_seed)."""
 
     def __init__(self, seed):
         self.rng, self.arrays = np.random.default_rng(seed), {}

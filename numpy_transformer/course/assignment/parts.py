@@ -1,9 +1,12 @@
 """Scoring a part: the reference's results, the comparison with a student's, the points.
 
-For each part, `reference_results(part)` runs every task of its checks on this
-package (the reference), drawing the input arrays (harness.Draw): it returns
+For each part, `reference_results(part, secret)` runs every task of its checks on
+this package (the reference), drawing the input arrays (harness.Draw) from seeds
+mixed with the grading secret (harness.task_seed: SECRET, drawn at random once per
+process, unless the teacher gives one, `assignment grade --seed N`): it returns
 the tasks (with ids), the inputs to send to the student's worker and the
-expected outputs. `score_part` compares what the worker returned with those,
+expected outputs. No input or output of the grader's is in a student copy: the
+copy's expected.npz holds the public check's, drawn from other seeds. `score_part` compares what the worker returned with those,
 array by array, here in the teacher's process:
 
     rel err = max |got - expected| / max(max |expected|, 1e-6 * the task's largest value)
@@ -19,14 +22,16 @@ check is so is reported "not implemented: <the stub's message>".
 """
 
 import math
+import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
+from ...errors import InputError
 from . import checks_layers, checks_models, checks_training
 from .diagnose import diagnose, error_hint, import_failure
-from .harness import Draw, Read, run_task
+from .harness import Draw, Read, run_task, task_seed
 from .local_check import label
 from .registry import PARTS, TITLES, validate_parts  # noqa: F401
 from .standins import StandIns
@@ -34,6 +39,7 @@ from .standins import StandIns
 REFERENCE = __name__.split(".")[0]          # this package: the reference solution
 NUMERIC = 1e-6      # a wrong array this close is numerics, not derivation
 STATES = ("ok", "not implemented", "error")   # of a task, as the worker reports it
+SECRET = secrets.randbits(64)      # this process's grading secret, unless one is given
 CHECKS = {part: [c for c in checks_layers.CHECKS + checks_models.CHECKS + checks_training.CHECKS
                  if c.part == part] for part in PARTS}     # part -> its checks, in order
 
@@ -83,14 +89,28 @@ class Reference:
     alternatives: dict = field(default_factory=dict)  # {id: {name: array}}, also right
 
 
-@lru_cache(maxsize=None)
-def reference_results(part):
-    """Run every task of `part` on the reference package (cached: it is deterministic)."""
+def validate_seed(seed):
+    """`seed` (the grading secret the teacher gives) or None; InputError unless an int >= 0."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"seed: expected a non-negative integer (or None: a per-run secret), "
+                         f"got {seed!r}")
+    return seed
+
+
+def reference_results(part, secret=None):
+    """Run every task of `part` on the reference package, its arrays drawn with the grading
+    `secret` (a non-negative int; None: this process's SECRET)."""
+    return _reference_results(part, SECRET if secret is None else secret)
+
+
+@lru_cache(maxsize=256)
+def _reference_results(part, secret):
+    """reference_results, cached per (part, secret): it is deterministic."""
     tasks, inputs, expected, others = [], {}, {}, {}
     for i, c in enumerate(CHECKS[part]):
         for j, spec in enumerate(c.tasks):
             tid = f"c{i}t{j}"
-            source = Draw(spec["seed"])
+            source = Draw(task_seed(spec["seed"], secret))
             expected[tid] = run_task(REFERENCE, spec, source, StandIns)
             if "either" in spec:        # another correct form's arrays, on the same inputs
                 other = {**spec, "args": {**spec["args"], **spec["either"]}}
@@ -145,14 +165,14 @@ def wrong_array(name, want, have, err, task):
     return f"{label(name)} (rel err {err:.1e})" + (f": {seen}" if seen else "")
 
 
-def task_inputs(part, tid):
+def task_inputs(ref, tid):
     prefix = tid + "."
-    return {k[len(prefix):]: v for k, v in reference_results(part).inputs.items()
-            if k.startswith(prefix)}
+    return {k[len(prefix):]: v for k, v in ref.inputs.items() if k.startswith(prefix)}
 
 
-def score_check(c, index, outputs, status):
-    """CheckResult of check `c` (number `index` in its part) from the worker's results."""
+def score_check(c, index, outputs, status, ref):
+    """CheckResult of check `c` (number `index` in its part) from the worker's results,
+    against `ref` (the Reference the worker was given)."""
     worst, problems = None, []
     for j in range(len(c.tasks)):
         tid = f"c{index}t{j}"
@@ -169,9 +189,9 @@ def score_check(c, index, outputs, status):
             continue
         prefix = tid + "."
         got = {k[len(prefix):]: v for k, v in outputs.items() if k.startswith(prefix)}
-        err, wrong = compare(c_expected(c, index, j), got, c.keys, c.tolerance,
-                             task_inputs(c.part, tid), c.tasks[j]["args"])
-        other = reference_results(c.part).alternatives.get(tid)
+        err, wrong = compare(ref.expected[tid], got, c.keys, c.tolerance,
+                             task_inputs(ref, tid), c.tasks[j]["args"])
+        other = ref.alternatives.get(tid)
         if wrong and other is not None:
             err_other, wrong_other = compare(other, got, c.keys, c.tolerance)
             err, wrong = (err_other, []) if not wrong_other else (err, wrong)
@@ -193,13 +213,11 @@ def checked_status(entry):
     return {"state": entry["state"], "message": str(entry.get("message", ""))[:300]}
 
 
-def c_expected(c, index, j):
-    return reference_results(c.part).expected[f"c{index}t{j}"]
-
-
-def score_part(part, outputs, status):
-    """PartResult of `part` from the worker's outputs and per-task status."""
-    results = [score_check(c, i, outputs, status) for i, c in enumerate(CHECKS[part])]
+def score_part(part, outputs, status, secret=None):
+    """PartResult of `part` from the worker's outputs and per-task status, on the inputs of
+    the grading `secret` (None: this process's)."""
+    ref = reference_results(part, secret)
+    results = [score_check(c, i, outputs, status, ref) for i, c in enumerate(CHECKS[part])]
     stubs = [r for r in results if r.message.startswith("not implemented: ")]
     if stubs and len(stubs) == len(results):
         return PartResult(part, 0, max_points(part), None, stubs[0].message, results)
@@ -225,10 +243,10 @@ def summarize(part, results):
                       worst, message, results)
 
 
-def run_part(part, package=REFERENCE):
+def run_part(part, package=REFERENCE, secret=None):
     """Score `part` of an importable `package` in this process, without a worker (for tests:
     no isolation at all; the grader uses runner.py)."""
-    ref, outputs, status = reference_results(part), {}, {}
+    ref, outputs, status = reference_results(part, secret), {}, {}
     for spec in ref.tasks:
         prefix = spec["id"] + "."
         arrays = {k[len(prefix):]: v for k, v in ref.inputs.items() if k.startswith(prefix)}
@@ -242,4 +260,4 @@ def run_part(part, package=REFERENCE):
             continue
         status[spec["id"]] = {"state": "ok"}
         outputs.update({prefix + k: v for k, v in found.items()})
-    return score_part(part, outputs, status)
+    return score_part(part, outputs, status, secret)
