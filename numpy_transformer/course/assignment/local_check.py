@@ -1,13 +1,16 @@
 """`assignment check [PART ...]` in a student copy: the grader's verdicts, run locally.
 
     write_expected(path, checks)   at `assignment make`: every check's tasks run on the
-                                   reference, their inputs and outputs saved as numbers
-                                   in expected.npz
+                                   reference on public inputs, their inputs and outputs
+                                   saved as numbers in expected.npz
     check_parts(parts=None)        in the copy: {part: (verdict, message)}
     check_command(parts, out=print)   one line per part; 0 when every asked part passes
 
-The copy holds expected.npz (expected outputs on fixed inputs, as numbers: no
-code, no formula) and the grader's table of scenarios (harness.py, steps.py,
+The copy holds expected.npz (expected outputs on fixed public inputs, as numbers:
+no code, no formula; the grader draws its own inputs at grading time from a secret
+the copy does not hold, harness.task_seed, so a lookup in this file finds none of
+them; a table that depends on its sizes alone, the sinusoidal one, is checked here
+at other sizes than the grader's, PUBLIC_SIZES) and the grader's table of scenarios (harness.py, steps.py,
 scenarios_*.py), run with the switch set to the package's OWN sub-layers (the
 copy holds no stand-ins): each part's module of the copy is fed the saved
 inputs and its outputs are compared with the saved ones as the grader does:
@@ -23,7 +26,7 @@ import numpy as np
 
 from ...errors import InputError
 from .diagnose import diagnose
-from .harness import Draw, Read, run_task
+from .harness import Draw, Read, run_task, task_seed
 from .registry import validate_parts
 
 PACKAGE = __name__.split(".")[0]        # the package under check: the copy's own
@@ -41,6 +44,18 @@ USES = {
 }
 USES["decoder_stack"] = USES["encoder_stack"]
 
+# Outputs that depend on a task's sizes alone (no drawn input): the public check runs them
+# at other sizes (kind -> {argument: added}; d_model + 2 keeps its parity and changes every
+# frequency of the sinusoidal table but the first).
+PUBLIC_SIZES = {"positional_encoding": {"d_model": 2}}
+
+
+def public_task(spec):
+    """The task `spec` as the public check runs it: its sizes changed where PUBLIC_SIZES says."""
+    changes = PUBLIC_SIZES.get(spec["kind"], {})
+    args = {k: v + changes[k] if k in changes else v for k, v in spec["args"].items()}
+    return {**spec, "args": args}
+
 
 def write_expected(path, checks):
     """Run every check of `checks` (the grader's Check objects) on the reference, with its
@@ -50,7 +65,8 @@ def write_expected(path, checks):
         tasks = []
         for j, spec in enumerate(c.tasks):
             tid = f"{c.part}.{c.name}.{j}"
-            source = Draw(spec["seed"])
+            spec = public_task(spec)
+            source = Draw(task_seed(spec["seed"]))         # the public stream, not the grader's
             outputs = run_task(PACKAGE, spec, source)
             arrays.update({f"in:{tid}:{n}": a for n, a in source.arrays.items()})
             arrays.update({f"out:{tid}:{n}": a for n, a in outputs.items()})
