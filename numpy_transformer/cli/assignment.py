@@ -3,7 +3,7 @@ and, in a student copy, `check` its parts.
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
-        [--gradescope results.json [--visibility FILE]] [--teacher]
+        [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N]
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
@@ -14,7 +14,7 @@ a DIR that is not a student copy, bad markers) ends as every command's does:
 `error: ...` and exit status 2.
 """
 
-from .options import add_common, positive_float
+from .options import add_common, nonnegative_int, positive_float
 from .outputs import check_outputs, overwrite_option
 
 
@@ -29,7 +29,7 @@ def _run_grade(args):
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
-                         timeout=args.timeout, teacher=args.teacher)
+                         timeout=args.timeout, teacher=args.teacher, seed=args.seed)
 
 
 def _run_check(args):
@@ -41,7 +41,7 @@ def _run_autograder(args):
     from ..course.assignment.autograder import make_autograder
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
-    return make_autograder(args.out, args.parts, args.visibility, args.timeout)
+    return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed)
 
 
 VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
@@ -68,6 +68,10 @@ def _add_grade(commands):
                        help="grade only these parts (default: the copy's)")
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
+    grade.add_argument("--seed", type=nonnegative_int, metavar="N",
+                       help="draw the grader's inputs with this secret, to reproduce a grade "
+                            "(default: a new random secret per run; never the inputs of the "
+                            "copy's `assignment check`)")
     grade.add_argument("--teacher", action="store_true",
                        help="keep the parts' formulas in the messages (a student's report, "
                             "and so Gradescope's, shows none)")
@@ -89,6 +93,10 @@ def _add_autograder(commands):
     pack.add_argument("--visibility", metavar="FILE", help=VISIBILITY_HELP)
     pack.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                       help="time limit of each part (default 60)")
+    pack.add_argument("--seed", type=nonnegative_int, metavar="N",
+                      help="a grading secret kept in the zip (closed to the student's code): "
+                           "every submission graded on the same inputs (default: new random "
+                           "inputs for each submission)")
     overwrite_option(pack, "ZIP")
     add_common(pack, threads=False)           # writes a zip: no BLAS
     pack.set_defaults(run=_run_autograder)

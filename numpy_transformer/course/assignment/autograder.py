@@ -1,6 +1,6 @@
 """A Gradescope autograder zip: the teacher's grader packed to grade one submission.
 
-    build_autograder(out, parts=None, visibility=None, timeout=60.0)   writes the zip
+    build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None)   the zip
 
 Gradescope unpacks the zip into /autograder/source, runs `setup.sh` there once
 when it builds the image, and copies `run_autograder` to /autograder, which it
@@ -9,7 +9,10 @@ the score is what /autograder/results/results.json says. The zip holds:
 
     setup.sh          installs NumPy (the grader's only dependency) with pip3
     run_autograder    runs autograder_run.py and guarantees a results.json
-    autograder.json   the parts, the time limit per part, the visibility of each check and
+    autograder.json   the parts, the time limit per part, the visibility of each check,
+                      the grading seed (null: each submission graded on inputs drawn from a
+                      new random secret; a number: the teacher's secret, closed to the
+                      student's code like all of source/ and in no student copy) and
                       the manifest (assignment.json) of a student copy of those parts, from
                       make(); not a file of its own, which would mark source/ a student copy
     numpy_transformer/  the teacher's package, grader included; it stays in
@@ -105,15 +108,17 @@ def _manifest_of(parts):
         return json.loads((Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8"))
 
 
-def build_autograder(out, parts=None, visibility=None, timeout=60.0):
+def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None):
     """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
 
     parts       the parts to grade (default: all); InputError for unknown ones
     visibility  a visibility file's path or dict (see gradescope.py); default all visible
     timeout     seconds each part may take
+    seed        the grading secret (an int >= 0) every submission is graded with; None: a
+                new random one for each submission
     """
-    from .parts import validate_parts
-    parts = validate_parts(parts)
+    from .parts import validate_parts, validate_seed
+    parts, seed = validate_parts(parts), validate_seed(seed)
     out = Path(out)
     if out.suffix != ".zip":
         raise InputError(f"--out: expected a file name ending in .zip, got {str(out)!r}")
@@ -121,7 +126,7 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0):
         raise InputError(f"--out {out}: is a folder; expected a .zip file name")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its folder {out.parent} does not exist")
-    config = {"format": 1, "parts": parts, "timeout": timeout,
+    config = {"format": 1, "parts": parts, "timeout": timeout, "seed": seed,
               "visibility": read_visibility(visibility).to_dict(),
               "manifest": _manifest_of(parts)}          # InputError from a student copy
     partial = out.with_name(out.name + ".partial")
@@ -135,9 +140,9 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0):
     return config
 
 
-def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print):
+def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None):
     """`assignment autograder --out ZIP`: write the zip and say how to use it."""
-    config = build_autograder(out, parts, visibility, timeout)
+    config = build_autograder(out, parts, visibility, timeout, seed)
     hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
            f" ({config['timeout']:g} s per part"

@@ -10,7 +10,8 @@ zip's extra folder: the shallowest folder named numpy_transformer with an
 __init__.py is the student's package (or the top itself when it holds the
 package's files). That package is copied, without symbolic links, beside the
 teacher's manifest (the student's own assignment.json is ignored), and graded
-with the teacher's parts and time limit. Whatever goes wrong (no package, two
+with the teacher's parts and time limit, on inputs drawn from the zip's seed or,
+where it has none, from a new random secret for this submission. Whatever goes wrong (no package, two
 packages, a grader error) still ends in a valid results.json: score 0 and the
 reason. The exit status is 0 once results.json is written.
 """
@@ -90,7 +91,8 @@ def grade_submission(root):
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
         with tempfile.TemporaryDirectory() as tmp:
             copy = assemble(package, config["manifest"], Path(tmp) / "copy")
-            report = grade(copy, parts=parts, timeout=config["timeout"])
+            report = grade(copy, parts=parts, timeout=config["timeout"],
+                           seed=config.get("seed"))
     except InputError as err:
         return not_graded_results(str(err), parts, visibility, time.monotonic() - start)
     except Exception as err:                                # noqa: BLE001

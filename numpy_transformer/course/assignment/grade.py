@@ -94,12 +94,13 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
 
 
 def grade_assignment(directory, json_out=None, parts=None, timeout=60.0, out=print,
-                     teacher=False, seed=None):
+                     teacher=False, **grading):
     """`assignment grade DIR [--json FILE]`: print the table, write the JSON grade-book entry.
 
-    Returns 0 when every graded part has full points, 1 otherwise.
+    Returns 0 when every graded part has full points, 1 otherwise. `grading`: more keywords
+    of grade() (seed, ...).
     """
-    report = grade(directory, parts=parts, timeout=timeout, teacher=teacher, seed=seed)
+    report = grade(directory, parts=parts, timeout=timeout, teacher=teacher, **grading)
     if report.warning:
         out(report.warning)
     out(report.table())

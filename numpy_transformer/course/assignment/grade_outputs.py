@@ -66,19 +66,20 @@ def _write_json_report(report, name, path):
 
 
 def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
-                  parts=None, timeout=60.0, out=print, teacher=False):
+                  parts=None, timeout=60.0, out=print, teacher=False, **grading):
     """The `assignment grade` command; returns 0 when every copy has full marks, else 1.
-    With `teacher`, the messages keep the parts' formulas (never for a student's eyes)."""
+    With `teacher`, the messages keep the parts' formulas (never for a student's eyes);
+    `grading`: more keywords of grade.grade (seed: the grading secret, ...)."""
     from .grade import grade_assignment
     from .parts import validate_parts
     dirs = list(dirs)
     _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
     if len(dirs) == 1 and gradescope_out is None and csv_out is None:
         return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
-                                out=out, teacher=teacher)
+                                out=out, teacher=teacher, **grading)
     chosen = read_visibility(visibility) if gradescope_out else None
     names = student_names(dirs)
-    graded = _grade_each(names, dirs, parts, timeout, out, teacher)
+    graded = _grade_each(names, dirs, parts, timeout, out, teacher, grading)
     if json_out:
         _write_json_report(graded[0][1], names[0], json_out)
         out(f"wrote {json_out}")
@@ -94,7 +95,7 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
     return 0 if full else 1
 
 
-def _grade_each(names, dirs, parts, timeout, out, teacher=False):
+def _grade_each(names, dirs, parts, timeout, out, teacher=False, grading=None):
     """[(name, GradeReport or why it was not graded)], tables printed as they come. In a
     class run nothing one folder holds (a damaged assignment.json, say) stops the others."""
     from .grade import grade
@@ -103,7 +104,8 @@ def _grade_each(names, dirs, parts, timeout, out, teacher=False):
         if len(dirs) > 1:
             out(f"== {name}")
         try:
-            report = grade(directory, parts=parts, timeout=timeout, teacher=teacher)
+            report = grade(directory, parts=parts, timeout=timeout, teacher=teacher,
+                           **(grading or {}))
         except Exception as err:                                   # noqa: BLE001
             if len(dirs) == 1:
                 raise
