@@ -18,6 +18,7 @@ No output holds an absolute path.
 import csv
 import json
 import os
+from contextlib import closing
 from pathlib import Path
 
 from ...errors import InputError
@@ -66,20 +67,27 @@ def _write_json_report(report, name, path):
 
 
 def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv_out=None,
-                  parts=None, timeout=60.0, out=print, teacher=False, **grading):
+                  parts=None, timeout=60.0, out=print, teacher=False, jobs=1, report=None,
+                  **grading):
     """The `assignment grade` command; returns 0 when every copy has full marks, else 1.
     With `teacher`, the messages keep the parts' formulas (never for a student's eyes);
-    `grading`: more keywords of grade.grade (seed: the grading secret, ...)."""
+    `grading`: more keywords of grade.grade (seed: the grading secret, ...). `jobs` folders
+    are graded at once (classrun.py); `report` is the class summary's folder (report.py)."""
     from .grade import grade_assignment
     from .parts import validate_parts
     dirs = list(dirs)
     _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
-    if len(dirs) == 1 and gradescope_out is None and csv_out is None:
+    if len(dirs) == 1 and gradescope_out is None and csv_out is None and report is None:
         return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
                                 out=out, teacher=teacher, **grading)
+    if report is not None:          # before grading: a missing library costs no time
+        from .report import need_matplotlib
+        from .similarity import copydetect
+        copydetect(), need_matplotlib()
     chosen = read_visibility(visibility) if gradescope_out else None
     names = student_names(dirs)
-    graded = _grade_each(names, dirs, parts, timeout, out, teacher, grading)
+    graded = _grade_each(names, dirs, out, jobs, dict(grading, parts=parts, timeout=timeout,
+                                                      teacher=teacher))
     if json_out:
         _write_json_report(graded[0][1], names[0], json_out)
         out(f"wrote {json_out}")
@@ -91,42 +99,53 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
         with atomic_write(csv_out, "w", ".csv", newline="") as file:     # never half a file
             csv.writer(file).writerows(class_rows(graded, shown))
         out(f"wrote {csv_out}: {len(graded)} student{'s' * (len(graded) != 1)}")
+    if csv_out or report:
+        _class_outputs(graded, dirs, parts, csv_out, report, out)
     full = all(not isinstance(r, str) and r.points == r.max_points for _, r in graded)
     return 0 if full else 1
 
 
-def _grade_each(names, dirs, parts, timeout, out, teacher=False, grading=None):
-    """[(name, GradeReport or why it was not graded)], tables printed as they come. In a
-    class run nothing one folder holds (a damaged assignment.json, say) stops the others."""
-    from .grade import grade
+def _class_outputs(graded, dirs, parts, csv_out, report, out):
+    """class.json beside the CSV, and with `report` the class summary with the similar
+    pairs (the teacher's only: in no student's output)."""
+    from .classrun import class_json, json_beside
+    from .parts import validate_parts
+    shown = validate_parts(parts) if parts is not None else _parts_of(graded)
+    similar = None
+    if report:
+        from .report import write_report
+        from .similarity import similar_pairs
+        named = [(name, d) for (name, r), d in zip(graded, dirs) if not isinstance(r, str)]
+        similar = similar_pairs(named, shown)
+        page = write_report(report, graded, shown, similar)
+        out(f"wrote {page}: the class summary, {len(similar)} similar "
+            f"pair{'s' * (len(similar) != 1)}")
+    if csv_out:
+        path = json_beside(csv_out)
+        with atomic_write(path, "w", suffix=".json") as file:            # never half a file
+            file.write(json.dumps(class_json(graded, shown, similar), indent=2) + "\n")
+        out(f"wrote {path}: every part's checks and messages")
+
+
+def _grade_each(names, dirs, out, jobs, grading):
+    """[(name, GradeReport or why it was not graded)], tables printed in the folders' order
+    (classrun.py grades `jobs` at once, with grade.grade's keywords `grading`). In a class
+    run nothing one folder holds (a damaged assignment.json, say) stops the others."""
+    from .classrun import outcomes
     graded, warned = [], False
-    for name, directory in zip(names, dirs):
-        if len(dirs) > 1:
-            out(f"== {name}")
-        try:
-            report = grade(directory, parts=parts, timeout=timeout, teacher=teacher,
-                           **(grading or {}))
-        except Exception as err:                                   # noqa: BLE001
-            if len(dirs) == 1:
-                raise
-            why = str(err) if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
-            reason = _without_path(why, directory, name)
-            out(f"not graded: {reason}")
-            graded.append((name, reason))
-            continue
-        if report.warning and not warned:
-            out(report.warning)
-            warned = True
-        out(report.table())
-        graded.append((name, report))
+    with closing(outcomes(names, dirs, jobs, **grading)) as each:
+        for name, report in each:
+            if len(dirs) > 1:
+                out(f"== {name}")
+            if isinstance(report, str):
+                out(f"not graded: {report}")
+            elif report.warning and not warned:
+                out(report.warning)
+                warned = True
+            if not isinstance(report, str):
+                out(report.table())
+            graded.append((name, report))
     return graded
-
-
-def _without_path(message, directory, name):
-    """`message` with the folder's path (as given, or absolute) replaced by its short name."""
-    for path in sorted({str(Path(directory).resolve()), str(directory)}, key=len, reverse=True):
-        message = message.replace(path, name)
-    return message
 
 
 def _parts_of(graded):
