@@ -10,13 +10,15 @@ reference to rounding (~1e-15, pass at 1e-12). Every axis has its own size.
 
 from .registry import check, task
 
-PADDING = [[[[True] * 5]], [[[True, True, True, False, False]]]]          # (2, 1, 1, 5)
+PADDING = [[[[True] * 5]], [[[True, True, True, False, False]]],
+           [[[True, False, True, True, False]]]]                           # (3, 1, 1, 5)
 NO_KEY = [[[[True, True, True, False, False]] * 4],
-          [[[True] * 5, [True] * 5, [False] * 5, [True] * 5]]]           # (2, 1, 4, 5)
+          [[[True] * 5, [True] * 5, [False] * 5, [True] * 5]],
+          [[[False, True, True, True, True]] * 4]]                        # (3, 1, 4, 5)
 
 
 def stack_task(decoder, seed, **args):
-    sizes = dict(d_model=4, batch=2, length=3)
+    sizes = dict(d_model=6, batch=3, length=4)
     if decoder:
         sizes["memory_length"] = 5
     return task("decoder" if decoder else "encoder", seed, **sizes, **args)
@@ -32,24 +34,24 @@ def either(spec):
 
 CHECKS = [
     check("attention", "attention_gradients", 5, [
-        either(task("attention", 30, shape_q=[2, 3, 4, 6], keys=5)),
-        either(task("attention", 31, shape_q=[2, 3, 4, 6], keys=5, mask=PADDING))],
+        either(task("attention", 30, shape_q=[3, 2, 4, 6], keys=5)),
+        either(task("attention", 31, shape_q=[3, 2, 4, 6], keys=5, mask=PADDING))],
         "the gradients of q, k and v, with and without a padding mask (softmax_backward is "
         "graded apart: a stand-in here, so it must be called)"),
     check("attention", "attention_fully_masked_row", 3, [
-        either(task("attention", 32, shape_q=[2, 1, 4, 6], keys=5, mask=NO_KEY))],
+        either(task("attention", 32, shape_q=[3, 1, 4, 6], keys=5, mask=NO_KEY))],
         "a query with no key allowed: its gradients are finite, never NaN"),
     check("attention", "attention_dropout", 2, [
-        either(task("attention", 33, shape_q=[2, 2, 3, 4], keys=5, dropout=True))],
+        either(task("attention", 33, shape_q=[3, 2, 4, 7], keys=5, dropout=True))],
         "the gradients of q, k and v with dropout on the attention weights (a stand-in dropout)"),
 
     check("multihead_attention", "mha_cross_attention", 4, [
-        task("multihead_attention", 34, d_model=6, heads=2, batch=2, queries=3, keys=4)],
+        task("multihead_attention", 34, d_model=8, heads=2, batch=3, queries=5, keys=7)],
         "cross-attention: the gradients of the query, key and value inputs and of every "
         "projection (the kernel and the projections are stand-ins here: their own backward "
         "must be called)"),
     check("multihead_attention", "mha_self_attention", 3, [
-        task("multihead_attention", 35, d_model=6, heads=3, batch=2, queries=4, keys=4,
+        task("multihead_attention", 35, d_model=6, heads=3, batch=4, queries=5, keys=5,
              self_attention=True)],
         "self-attention, one tensor passed as query, key and value: three gradients, one per "
         "argument"),
@@ -59,11 +61,11 @@ CHECKS = [
         "more heads, gradients already held kept, each child's backward called once"),
 
     check("mla", "mla_project_backward", 6, [
-        task("mla_project", 37, d_model=8, heads=2, latent=3, batch=2, queries=3, keys=4)],
+        task("mla_project", 37, d_model=8, heads=2, latent=6, batch=3, queries=5, keys=4)],
         "project_backward's gradients of the query, key and value inputs (the projections "
         "are stand-ins here)"),
     check("mla", "mla_other_sizes", 4, [
-        task("mla_project", 38, d_model=6, heads=3, latent=2, batch=1, queries=2, keys=5)],
+        task("mla_project", 38, d_model=6, heads=3, latent=2, batch=1, queries=4, keys=5)],
         "the same with other sizes"),
 
     check("encoder_stack", "encoder_block", 4, [

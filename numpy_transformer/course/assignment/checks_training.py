@@ -10,9 +10,9 @@ AdamW steps (with a stand-in decay) check that Adam's update adds no L2 term the
 
 from .registry import check, task
 
-TARGETS = [[3, 0, 1], [4, 2, 0]]                     # id 0 ignored when ignore_index=0: N = 4
+TARGETS = [[3, 0, 1, 2], [4, 2, 0, 1], [1, 3, 4, 0]]  # id 0 ignored when ignore_index=0: N = 9
 HYPER = dict(lr=0.05, betas=[0.8, 0.95], eps=1e-6)
-SHAPES = {"w": [3, 4], "b": [5]}
+SHAPES = {"w": [3, 7], "b": [5]}
 
 CHECKS = [
     check("cross_entropy", "cross_entropy_gradients", 4, [
@@ -26,7 +26,7 @@ CHECKS = [
         "the gradient of the logits with label smoothing, some targets ignored"),
     check("cross_entropy", "cross_entropy_dloss_and_all_ignored", 3, [
         task("cross_entropy", 54, targets=TARGETS, vocab=6, ignore_index=0, dloss=2.5),
-        task("cross_entropy", 55, targets=[[0, 0], [0, 0]], vocab=4, ignore_index=0)],
+        task("cross_entropy", 55, targets=[[0] * 4] * 3, vocab=5, ignore_index=0)],
         "backward(dloss) with a dloss other than 1, and a batch whose every target is ignored"),
 
     check("adam", "adam_updates", 4, [
@@ -42,10 +42,10 @@ CHECKS = [
         "the very first update, with gradients of very different sizes"),
 
     check("adamw", "adamw_decay", 6, [
-        task("adamw_decay", 59, lrs=[0.05, 0.01], weight_decay=0.1, shape=[3, 4])],
+        task("adamw_decay", 59, lrs=[0.05, 0.01], weight_decay=0.1, shape=[3, 5])],
         "the decay alone, in place, with the learning rate changed between steps (as a "
         "schedule does)"),
     check("adamw", "adamw_decay_other_values", 4, [
-        task("adamw_decay", 60, lrs=[1e-3, 0.2, 0.02], weight_decay=0.5, shape=[5])],
+        task("adamw_decay", 60, lrs=[1e-3, 0.2, 0.02], weight_decay=0.3, shape=[5])],
         "the same with other values of lr and weight_decay"),
 ]

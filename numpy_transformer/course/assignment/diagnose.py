@@ -52,11 +52,13 @@ def scalar_factors(args):
 def named_factors(shape, args=None):
     """[(value, name, question)] of the factors worth naming for an array of `shape`."""
     named = scalar_factors(args)
-    if len(shape) >= 2:
-        B, N = shape[0], int(np.prod(shape[:-1]))
+    if len(shape) >= 3:         # a batch axis first (a 2-D array's first axis is its rows)
+        B = shape[0]
         named += [(1 / B, f"1/B (B = {B}, its first axis)", "did you average over the batch?"),
-                  (B, f"B (B = {B}, its first axis)", "is a division by the batch missing?"),
-                  (1 / N, f"1/N (N = {N}, its rows)", "did you divide by the row count "
+                  (B, f"B (B = {B}, its first axis)", "is a division by the batch missing?")]
+    if len(shape) >= 2:
+        N = int(np.prod(shape[:-1]))
+        named += [(1 / N, f"1/N (N = {N}, its rows)", "did you divide by the row count "
                    "once too often?"),
                   (N, f"N (N = {N}, its rows)", "is a division by the row count missing?")]
     if len(shape) >= 1 and shape[-1] > 1:
@@ -65,8 +67,9 @@ def named_factors(shape, args=None):
                    "is a scale of the forward missing from the backward?"),
                   (1 / math.sqrt(d), f"1/sqrt(d) (d = {d}, its last axis)",
                    "is a scale missing, or applied twice?")]
-    return named + [(2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
-                    (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
+    named += [(2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
+              (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
+    return [f for f in named if abs(f[0] - 1.0) > 1e-12]     # (a factor of 1 is no mistake)
 
 
 def factor_of(have, want):
