@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# One command on a GPU machine: install, test, train and time numpy_transformer on CuPy.
+# One command on a GPU machine: test, train and time numpy_transformer on CuPy, in a budget.
 #
-#     bash benchmarks/gpu_check.sh               # from any directory
-#     bash benchmarks/gpu_check.sh --no-install  # use the environment as it is (offline)
+#     bash benchmarks/gpu_check.sh --offline --out DIR     # the device call: nothing installed
+#     bash benchmarks/gpu_check.sh                         # installs ".[gpu,dev]" first
+#     bash benchmarks/gpu_check.sh --rehearse --out DIR    # on a CPU: simulator + PyTorch CPU
 #
-# Steps (each logged; a failing step is reported and the next ones still run):
-#   0. an NVIDIA GPU must be there (nvidia-smi) -- checked first, before anything is
-#      installed; without one the script stops with a message (exit 2)
-#   1. python -m pip install -e ".[gpu,dev]" torch==2.13.0 ; CuPy must then reach the GPU
-#   2. the device and versions (nvidia-smi)
-#   3. the test suite under CuPy:  NUMPY_TRANSFORMER_BACKEND=cupy pytest -q -p no:nbmake
-#   4. the lessons under CuPy:     NUMPY_TRANSFORMER_BACKEND=cupy pytest -q --nbmake notebooks
-#   5. the main job under CuPy:    python -m numpy_transformer train --task reverse
-#   6. the step timing (benchmarks/gpu_step.py): tiny, small, base in float32, ours on CuPy
-#      against PyTorch CUDA eager on the same weights, and greedy decoding with the KV cache
+# Options: --offline (alias --no-install) installs nothing and runs the project from this
+# checkout; --out DIR (default benchmarks/results/gpu-<UTC date-time>); --budget SECONDS for
+# all steps together (default 480, divided between them, see benchmarks/gpu_check.py);
+# --workers N pytest-xdist workers (default 4); --rehearse: no GPU needed, the device
+# simulator stands in for CuPy and PyTorch runs on the CPU, small sizes (what CI runs).
 #
-# Writes benchmarks/results/gpu-<UTC date-time>.{md,json,log} (folder: $GPU_CHECK_RESULTS
-# if set): the Markdown table (with the device and each step's outcome appended), the
-# JSON of the timings, and the whole log. $PYTHON picks the interpreter (default python).
-# Exit 0 when every step passed, 1 when one failed, 2 without GPU/CuPy.
+# Steps: 0. an NVIDIA GPU must be there (nvidia-smi), checked before anything is installed;
+# without one the script stops with a message (exit 2). 1. the install (unless --offline);
+# CuPy must then reach the GPU. 2-5. versions and device; the test suite under CuPy (core,
+# library and command tests first); the main job (train --task reverse) and its held-out
+# accuracy; the training-step timing of tiny, small and base against PyTorch CUDA eager on
+# the same weights (float32, TF32 off on both sides) with greedy and beam decoding. A step
+# that reaches its share of the budget is stopped and says how far it got.
+# Writes DIR/gpu_check.md (the table), gpu_check.json and gpu_check.log. $PYTHON picks the
+# interpreter (default python). Exit 0 when every step passed, 1 when one failed or was
+# stopped, 2 without GPU/CuPy or for a bad option.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."          # the repository root
@@ -26,92 +28,60 @@ PYTHON=${PYTHON:-python}
 
 no_gpu() {
     echo "gpu_check.sh: no NVIDIA GPU here ($1). This script needs an NVIDIA GPU with its" \
-         "driver (nvidia-smi) and CUDA 12; nothing was installed or run. Without a GPU," \
+         "driver (nvidia-smi) and CUDA 12 or 13; nothing was installed or run. Without a GPU," \
          "run the suite under the device simulator instead:" \
          "NUMPY_TRANSFORMER_BACKEND=simulator python -m pytest" >&2
     exit 2
 }
 
-INSTALL=1                                       # options: nothing is done yet
-for arg in "$@"; do
-    case "$arg" in
-        --no-install) INSTALL=0 ;;
-        -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}"; exit 0 ;;
-        *) echo "gpu_check.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
+usage() { echo "gpu_check.sh: $1 (try --help)" >&2; exit 2; }
+
+INSTALL=1 REHEARSE=0 OUT="" BUDGET=480 WORKERS=4      # options: nothing is done yet
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-install|--offline) INSTALL=0 ;;
+        --rehearse) REHEARSE=1 INSTALL=0 ;;
+        --out|--budget|--workers)
+            [ $# -ge 2 ] || usage "$1 needs a value"
+            case "$1" in --out) OUT=$2 ;; --budget) BUDGET=$2 ;; --workers) WORKERS=$2 ;; esac
+            shift ;;
+        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) usage "unknown option $1" ;;
     esac
+    shift
 done
+[[ "$BUDGET" =~ ^[0-9]+$ ]] || usage "--budget: expected a whole number of seconds, got $BUDGET"
+[[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || usage "--workers: expected a count >= 1, got $WORKERS"
 
-# 0. The GPU, before anything else (and before any install).
-command -v nvidia-smi >/dev/null 2>&1 || no_gpu "nvidia-smi not found"
-nvidia-smi -L >/dev/null 2>&1 || no_gpu "nvidia-smi found no usable GPU"
+# 0. The GPU, before anything else (and before any install); not for the rehearsal.
+if [ "$REHEARSE" -eq 0 ]; then
+    command -v nvidia-smi >/dev/null 2>&1 || no_gpu "nvidia-smi not found"
+    nvidia-smi -L >/dev/null 2>&1 || no_gpu "nvidia-smi found no usable GPU"
+fi
 
-STAMP=$(date -u +%Y%m%d-%H%M)
-RESULTS=${GPU_CHECK_RESULTS:-benchmarks/results}  # where the report goes
-mkdir -p "$RESULTS"
-BASE="$RESULTS/gpu-$STAMP"
-LOG="$BASE.log"
-SUMMARY=()
-FAILED=0
-
-# Run one step: its output into the log (and the terminal), its outcome and last line
-# (pytest's summary, say) into SUMMARY.
-step() {
-    local name=$1; shift
-    local start=$SECONDS rc=0 out last
-    out=$(mktemp)
-    echo -e "\n=== $name: $*" | tee -a "$LOG"
-    "$@" 2>&1 | tee -a "$LOG" "$out" || rc=$?
-    last=$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | tr -d '=' | cut -c1-160 \
-           | sed 's/^[[:space:]]*//; s/[[:space:]]*$//' || true)
-    rm -f "$out"
-    local line="$name: $([ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)")"
-    line="$line in $((SECONDS - start)) s${last:+ -- last line: $last}"
-    [ "$rc" -eq 0 ] || FAILED=1
-    SUMMARY+=("$line")
-    echo "--- $line" | tee -a "$LOG"
-}
+OUT=${OUT:-${GPU_CHECK_RESULTS:-benchmarks/results}/gpu-$(date -u +%Y%m%d-%H%M)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 
 # 1. Install, then make sure CuPy reaches the GPU.
 if [ "$INSTALL" -eq 1 ]; then
-    step install "$PYTHON" -m pip install -e ".[gpu,dev]" "torch==2.13.0"
+    "$PYTHON" -m pip install -e ".[gpu,dev]" "torch==2.13.0" 2>&1 | tee -a "$OUT/gpu_check.log"
 fi
-if ! why=$("$PYTHON" -c "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0" 2>&1)
+if [ "$REHEARSE" -eq 0 ] &&
+   ! why=$("$PYTHON" -c "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0" 2>&1)
 then
-    echo "$why" >>"$LOG"
+    echo "$why" >>"$OUT/gpu_check.log"
     echo "gpu_check.sh: CuPy is missing or cannot use the GPU ($(echo "$why" | tail -n 1))." \
-         "Install it with python -m pip install -e \".[gpu]\" (cupy-cuda12x needs a CUDA 12" \
-         "driver)." >&2
+         "Install it with python -m pip install -e \".[gpu]\" (cupy-cuda12x, for a CUDA 12" \
+         "driver) or \".[gpu-cuda13]\" (cupy-cuda13x, for a CUDA 13 driver)." >&2
     exit 2
 fi
 
-# 2. The device.
-step device nvidia-smi
-step versions "$PYTHON" -c "import sys, numpy, cupy, torch; print(sys.version.split()[0], \
-'numpy', numpy.__version__, 'cupy', cupy.__version__, 'torch', torch.__version__, \
-'torch CUDA', torch.version.cuda, torch.cuda.is_available())"
-
-# 3-5. Tests, lessons and the main job, all under CuPy.
-export NUMPY_TRANSFORMER_BACKEND=cupy
-step tests "$PYTHON" -m pytest -q -p no:nbmake
-step lessons "$PYTHON" -m pytest -q --nbmake notebooks
-step main-job "$PYTHON" -m numpy_transformer train --task reverse --out runs/gpu_reverse \
-    --overwrite
-
-# 6. The step timing: writes the table and the JSON.
-step timing "$PYTHON" benchmarks/gpu_step.py --config tiny small base --dtype float32 \
-    --device-backend cupy --torch-device cuda --json "$BASE.json" --markdown "$BASE.md"
-
-# The outcome of every step, below the table.
-{
-    [ -f "$BASE.md" ] || echo "(no timing table: the timing step failed, see $LOG)"
-    echo
-    echo "Device: $(nvidia-smi --query-gpu=name,driver_version,memory.total \
-        --format=csv,noheader 2>/dev/null | head -1)"
-    echo
-    echo "Steps of benchmarks/gpu_check.sh (log: $LOG):"
-    echo
-    for line in "${SUMMARY[@]}"; do echo "- $line"; done
-} >>"$BASE.md"
-
-echo -e "\n$(cat "$BASE.md")\n\nwritten: $BASE.md $BASE.json $LOG"
-exit "$FAILED"
+# 2-5. The budgeted steps (versions, tests, main job, timing and decoding) and the report:
+# benchmarks/gpu_check.py, with the checkout importable (nothing more is installed).
+ARGS=(--out "$OUT" --budget "$BUDGET" --workers "$WORKERS")
+[ "$REHEARSE" -eq 1 ] && ARGS+=(--rehearse)
+rc=0
+"$PYTHON" benchmarks/gpu_check.py "${ARGS[@]}" || rc=$?
+[ "$REHEARSE" -eq 1 ] || nvidia-smi >>"$OUT/gpu_check.log" 2>&1 || true
+exit "$rc"

@@ -130,25 +130,32 @@ def time_steps(setup, args, torch_factory, syncs):
     return times
 
 
-def time_decode(setup, sync):
-    """Our greedy decoding with the KV cache of the setup's batch: a result dict."""
-    from numpy_transformer.decoding import KVCache, greedy_decode
+def time_decode(setup, sync, beam=0):
+    """Our greedy decoding with the KV cache of the setup's batch (beam search of `beam`
+    hypotheses when beam > 0: the same model, source and length): a result dict."""
+    from numpy_transformer.decoding import KVCache, beam_search, greedy_decode
     from numpy_transformer.models import build_transformer
     model = build_transformer(setup.model_config()).eval()
     src, _, _ = make_batch(setup)
     B, steps = src.shape[0], setup.length
-    greedy_decode(model, src, 2, eos_id=NO_EOS, use_cache=True, cache=KVCache())   # warm-up
+    if beam:            # beam search needs an end token: a hypothesis may stop early
+        def decode(n):
+            return beam_search(model, src, beam, n, use_cache=True, cache=KVCache())
+    else:
+        def decode(n):
+            return greedy_decode(model, src, n, eos_id=NO_EOS, use_cache=True, cache=KVCache())
+    decode(2)                                                                    # warm-up
     runs, out = [], None
     for _ in range(DECODE_REPEATS):
         def run():
             nonlocal out
-            out = greedy_decode(model, src, steps, eos_id=NO_EOS, use_cache=True,
-                                cache=KVCache())
+            out = decode(steps)
         runs.append(timed(run, sync))
-    generated = int(out.shape[1])
+    generated = max(len(h) for h in out) if beam else int(out.shape[1])
+    generated = max(generated, 1)
     median = statistics.median(runs)
-    return {"batch_size": B, "generated": generated, "median_ms": median * 1e3,
-            "ms_per_token": median * 1e3 / generated,
+    return {"batch_size": B, "beam": beam or 1, "generated": generated,
+            "median_ms": median * 1e3, "ms_per_token": median * 1e3 / generated,
             "tokens_per_s": B * generated / median, "runs_ms": [r * 1e3 for r in runs]}
 
 
@@ -170,6 +177,8 @@ def run_setup(setup, args, torch_factory, syncs):
         result[kind] = summarize(times[kind], setup.tokens_per_step)
     result["ratio"] = result["ours"]["median_ms"] / result["torch"]["median_ms"]
     result["decode"] = time_decode(setup, syncs[0])
+    if args.beam:
+        result["beam"] = time_decode(setup, syncs[0], beam=args.beam)
     o, t, d = result["ours"], result["torch"], result["decode"]
     print(f"step: ours {o['median_ms']:.2f} ms, torch {t['median_ms']:.2f} ms, ours/torch "
           f"{result['ratio']:.2f}; tokens/s {o['tokens_per_s']:.0f} / {t['tokens_per_s']:.0f}"
@@ -201,17 +210,21 @@ def markdown(report):
     m = report["machine"]
     lines = [f"Measured {m['date']} on {m['device']} (ours: {m['backend']}"
              + (f" {m['cupy']}" if "cupy" in m else "") + f"; PyTorch {m['torch']} on "
-             f"{m.get('torch_gpu', m['torch_device'])}); {m['dtype']}, post-norm, MHA; medians.",
+             f"{m.get('torch_gpu', m['torch_device'])}); {m['dtype']}, TF32 off on both sides, "
+             "post-norm, MHA; medians.",
              "",
              "| config | ours ms | PyTorch ms | **ours / PyTorch** | tokens/s ours / torch "
-             "| decode ms/token | decode tokens/s | parity (loss rel diff) |",
-             "|--------|--------:|-----------:|------:|------:|------:|------:|------|"]
+             "| decode ms/token | decode tokens/s | beam ms/token | parity (loss rel diff) |",
+             "|--------|--------:|-----------:|------:|------:|------:|------:|------:|------|"]
     for r in report["results"]:
         o, t, d, p = r["ours"], r["torch"], r["decode"], r["parity"]
         lines.append(f"| {r['config']} | {o['median_ms']:.2f} | {t['median_ms']:.2f} | "
                      f"**{r['ratio']:.2f}** | {o['tokens_per_s']:,.0f} / "
                      f"{t['tokens_per_s']:,.0f} | {d['ms_per_token']:.2f} | "
-                     f"{d['tokens_per_s']:,.0f} | {'ok' if p['ok'] else 'FAILED'} "
+                     f"{d['tokens_per_s']:,.0f} | "
+                     + (f"{r['beam']['ms_per_token']:.2f} (K={r['beam']['beam']})"
+                        if "beam" in r else "-")
+                     + f" | {'ok' if p['ok'] else 'FAILED'} "
                      f"({p['loss_rel_diff']:.0e}) |")
     return "\n".join(lines) + "\n"
 
@@ -227,11 +240,15 @@ def parse_args(argv=None):
                    help="our array module: CuPy, or the CPU device simulator (to test this "
                         "script without a GPU)")
     p.add_argument("--torch-device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--beam", type=int, default=0, metavar="K",
+                   help="also time beam search of K hypotheses with the KV cache (default: no)")
     p.add_argument("--json", metavar="OUT", help="write the results to this JSON file")
     p.add_argument("--markdown", metavar="OUT", help="write the table to this Markdown file")
     args = p.parse_args(argv)
     if args.steps is not None and args.steps < 1:
         p.error("--steps must be >= 1")
+    if args.beam < 0 or args.beam == 1:
+        p.error(f"--beam: expected 0 (no beam timing) or at least 2, got {args.beam}")
     args.steps_for = lambda name: args.steps or DEFAULT_STEPS[name]
     return args
 
@@ -245,6 +262,8 @@ def load_libraries(args):
     if args.torch_device == "cuda" and not torch.cuda.is_available():
         return None, (f"PyTorch {torch.__version__} sees no CUDA device: a CPU-only build "
                       "(reinstall a CUDA build of torch==2.13.0) or no GPU here")
+    torch.backends.cuda.matmul.allow_tf32 = False       # full float32 on both sides: CuPy
+    torch.backends.cudnn.allow_tf32 = False             # uses TF32 only with CUPY_TF32=1
     from numpy_transformer.backend import set_backend
     try:
         set_backend(args.device_backend)

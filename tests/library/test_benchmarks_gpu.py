@@ -24,7 +24,7 @@ def test_gpu_step_runs_under_the_simulator(tmp_path):
     proc = subprocess.run(
         [sys.executable, "benchmarks/gpu_step.py", "--config", "tiny", "--steps", "2",
          "--device-backend", "simulator", "--torch-device", "cpu", "--json", str(out),
-         "--markdown", str(md)], cwd=ROOT, env=env, capture_output=True, text=True,
+         "--markdown", str(md), "--beam", "3"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     report = json.loads(out.read_text())
@@ -40,6 +40,8 @@ def test_gpu_step_runs_under_the_simulator(tmp_path):
     assert math.isclose(r["ratio"], r["ours"]["median_ms"] / r["torch"]["median_ms"])
     assert r["decode"]["generated"] == r["length"] == 16
     assert r["decode"]["ms_per_token"] > 0 and r["decode"]["tokens_per_s"] > 0
+    assert r["beam"]["beam"] == 3 and 1 <= r["beam"]["generated"] <= r["length"]
+    assert r["beam"]["ms_per_token"] > 0
     table = md.read_text()
     assert "| tiny |" in table and "ours / PyTorch" in table
 
@@ -93,3 +95,56 @@ def test_gpu_check_stops_without_cupy(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "CuPy is missing or cannot use the GPU" in proc.stderr
     assert "No module named 'cupy'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_gpu_check_rehearsal_runs_every_step_in_its_budget(tmp_path):
+    """The device call's script, rehearsed on the CPU (what CI runs so that a broken step
+    is found before device time is spent): every step runs within the budget; the test
+    step, stopped at its share, says how many tests passed; the report is complete."""
+    pytest.importorskip("torch")
+    pytest.importorskip("xdist")
+    out = tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("NUMPY_TRANSFORMER_BACKEND", None)
+    proc = subprocess.run(["bash", SCRIPT, "--rehearse", "--budget", "150", "--workers", "1",
+                           "--out", str(out)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=150 + 3 * 60)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads((out / "gpu_check.json").read_text())
+    steps = {s["step"]: s for s in report["steps"]}
+    assert list(steps) == ["versions", "tests", "main-job", "timing"]
+    assert steps["versions"]["passed"] and "torch" in steps["versions"]["last_line"]
+    assert steps["main-job"]["passed"] and steps["timing"]["passed"], report["steps"]
+    tests = steps["tests"]
+    assert tests["passed"] or tests["outcome"].startswith("stopped at its share"), tests
+    assert " passed" in tests["last_line"] and "failed" not in tests["last_line"], tests
+    assert sum(s["seconds"] for s in report["steps"]) < 150 + 30
+    assert report["main_job"]["exact_match"] >= 0 and report["timing"]["results"]
+    (timing,) = report["timing"]["results"]
+    assert timing["config"] == "tiny" and timing["parity"]["ok"] and timing["beam"]["beam"] == 4
+    md = (out / "gpu_check.md").read_text()
+    assert "| tiny |" in md and "Main job" in md and "held-out exact match" in md
+    assert "- tests: " in md and "TF32 off on both sides" in md
+    assert (out / "gpu_check.log").stat().st_size > 0
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "soon"], "--budget: expected a whole number of seconds, got soon"),
+    (["--workers", "0"], "--workers: expected a count >= 1, got 0"),
+    (["--out"], "--out needs a value"),
+    (["--fast"], "unknown option --fast")])
+def test_gpu_check_refuses_bad_options_before_any_work(tmp_path, args, message):
+    bin_dir, mark = fake_bin(tmp_path, gpu=True)
+    proc = run_check(tmp_path, bin_dir, *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not mark.exists() and not (tmp_path / "results").exists()
+
+
+def test_gpu_check_py_refuses_a_small_budget(tmp_path):
+    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--out", str(tmp_path),
+                           "--budget", "10"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and "--budget: expected at least 60 seconds, got 10" in proc.stderr

@@ -1,0 +1,210 @@
+"""The GPU check's steps, in one time budget: run by benchmarks/gpu_check.sh (after its
+GPU and install checks), or on its own on a CPU as the rehearsal.
+
+    python benchmarks/gpu_check.py --out DIR [--budget 480] [--workers 4]
+    python benchmarks/gpu_check.py --out DIR --rehearse     # CPU: simulator + PyTorch CPU
+
+Steps, in order, each given a share of what is left of the budget (a step that ends
+early leaves its time to the next ones):
+
+    versions   Python, NumPy, CuPy, PyTorch and the device                   (fixed 60 s)
+    tests      the test suite on the device backend, core, library and command tests first,
+               with `-n WORKERS` (pytest-xdist)                                 (share 45)
+    main-job   `train --task reverse`, its held-out exact match from results.json (20)
+    timing     benchmarks/gpu_step.py: tiny, small, base against PyTorch eager on the same
+               weights, float32, TF32 off on both sides; greedy and beam decoding (35)
+
+A step that reaches its share is interrupted (SIGINT, so pytest prints how many tests
+ran; then SIGKILL) and reported as "stopped at its share", with its last line: how far
+it got. Everything goes to --out: gpu_check.md (the timing table, the main job's
+accuracy and every step's outcome), gpu_check.json (the same as data) and gpu_check.log
+(every step's whole output). Exit 0 when every step passed, 1 otherwise.
+
+The rehearsal (--rehearse) runs the same steps on a CPU with the device simulator
+(numpy_transformer/testing/device_simulator.py) for CuPy and PyTorch on the CPU, small
+sizes: the core tests only, 60 training steps, the tiny configuration. CI runs it
+(tests/library/test_benchmarks_gpu.py), so a broken step shows before device time is spent.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEST_ORDER = ["tests/core", "tests/library", "tests/cli", "tests"]   # pytest drops repeats
+SHARES = {"tests": 45, "main-job": 20, "timing": 35}
+VERSIONS_SECONDS = 60
+GRACE = 20          # seconds between SIGINT and SIGKILL
+VERSIONS = ("import sys, numpy, torch; "
+            "print('python', sys.version.split()[0], '| numpy', numpy.__version__, '| torch',"
+            " torch.__version__, '| torch CUDA', torch.version.cuda, torch.cuda.is_available());"
+            "import importlib.util as u; c = u.find_spec('cupy');"
+            "c and print('cupy', __import__('cupy').__version__, '| CUDA runtime',"
+            " __import__('cupy').cuda.runtime.runtimeGetVersion(), '| device',"
+            " __import__('cupy').cuda.runtime.getDeviceProperties(0)['name'])")
+
+
+def plan(args):
+    """[(name, argv, share or fixed seconds)] of the steps, for the device or the rehearsal."""
+    py, out = args.python, args.out
+    tests = TEST_ORDER[:1] if args.rehearse else TEST_ORDER
+    train = [py, "-m", "numpy_transformer", "train", "--task", "reverse",
+             "--out", os.path.join(out, "reverse"), "--overwrite"]
+    timing = [py, "benchmarks/gpu_step.py", "--dtype", "float32", "--beam", "4",
+              "--json", os.path.join(out, "timing.json"),
+              "--markdown", os.path.join(out, "timing.md")]
+    if args.rehearse:
+        train += ["--steps", "60"]
+        timing += ["--config", "tiny", "--steps", "2", "--device-backend", "simulator",
+                   "--torch-device", "cpu"]
+    else:
+        timing += ["--config", "tiny", "small", "base", "--device-backend", "cupy",
+                   "--torch-device", "cuda"]
+    return [("versions", [py, "-c", VERSIONS], None),
+            ("tests", [py, "-m", "pytest", "-q", "-p", "no:nbmake", "-n", str(args.workers),
+                       "-m", "not slow", *tests], SHARES["tests"]),
+            ("main-job", train, SHARES["main-job"]),
+            ("timing", timing, SHARES["timing"])]
+
+
+def environment(args):
+    """The steps' environment: the checkout importable (offline: nothing is installed), the
+    backend chosen, TF32 off for CuPy (PyTorch's matmul default is off too)."""
+    env = dict(os.environ, NUMPY_TRANSFORMER_BACKEND="simulator" if args.rehearse else "cupy",
+               CUPY_TF32="0", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    if args.rehearse:
+        env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def run_step(name, argv, seconds, env, log):
+    """Run one step for at most `seconds`; a dict: outcome, exit code, seconds, last line."""
+    log.write(f"\n=== {name} ({seconds:.0f} s at most): {' '.join(argv)}\n")
+    log.flush()
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=copy_lines, args=(proc.stdout, log, lines), daemon=True)
+    reader.start()
+    stopped = False
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        stopped = True
+        os.killpg(proc.pid, signal.SIGINT)          # pytest prints how far it got
+        try:
+            proc.wait(timeout=GRACE)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(timeout=GRACE)
+    took = time.monotonic() - start
+    outcome = (f"stopped at its share ({seconds:.0f} s)" if stopped
+               else "passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})")
+    last = (lines[-1].strip("= ").strip() if lines else "")[:200]
+    log.write(f"--- {name}: {outcome} in {took:.0f} s\n")
+    return {"step": name, "outcome": outcome, "passed": outcome == "passed",
+            "exit_code": proc.returncode, "seconds": round(took, 1), "last_line": last}
+
+
+def copy_lines(stream, log, lines):
+    """Copy a step's output into the log as it comes; keep its non-blank lines."""
+    for line in stream:
+        log.write(line)
+        log.flush()
+        if line.strip():
+            lines.append(line.rstrip())
+
+
+def run_all(args):
+    """Every step in order within the budget; the list of their outcome dicts."""
+    env, steps, done = environment(args), plan(args), []
+    ends = time.monotonic() + args.budget
+    with open(os.path.join(args.out, "gpu_check.log"), "a") as log:
+        for i, (name, argv, share) in enumerate(steps):
+            left = ends - time.monotonic()
+            later = sum(s for _, _, s in steps[i:] if s)
+            seconds = VERSIONS_SECONDS if share is None else left * share / later
+            if seconds < 5:
+                done.append({"step": name, "outcome": "not run: the budget was spent",
+                             "passed": False, "seconds": 0.0, "last_line": ""})
+                continue
+            done.append(run_step(name, argv, seconds, env, log))
+            print(f"{name}: {done[-1]['outcome']} in {done[-1]['seconds']:.0f} s -- "
+                  f"{done[-1]['last_line']}", flush=True)
+    return done
+
+
+def main_job_accuracy(out):
+    """The main job's held-out exact match and token accuracy, from its results.json."""
+    try:
+        with open(os.path.join(out, "reverse", "results.json")) as f:
+            held_out = json.load(f)["held_out"]
+        return {k: held_out[k] for k in ("exact_match", "token_accuracy") if k in held_out}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def write_report(args, steps, started):
+    """gpu_check.md and gpu_check.json in --out."""
+    timing_md = os.path.join(args.out, "timing.md")
+    table = open(timing_md).read() if os.path.exists(timing_md) else \
+        "(no timing table: the timing step did not finish; see gpu_check.log)\n"
+    accuracy = main_job_accuracy(args.out)
+    where = ("rehearsal on the CPU: device simulator, PyTorch CPU" if args.rehearse
+             else "CuPy and PyTorch CUDA")
+    lines = [f"## GPU check, {started} ({where}; TF32 off on both sides)", "",
+             table, "Main job (`train --task reverse`): " + (
+                 f"held-out exact match {100 * accuracy['exact_match']:.1f}%, token accuracy "
+                 f"{100 * accuracy['token_accuracy']:.1f}%" if accuracy else "no results.json"),
+             "", f"Steps of benchmarks/gpu_check.sh (budget {args.budget:.0f} s):", ""]
+    lines += [f"- {s['step']}: {s['outcome']} in {s['seconds']:.0f} s"
+              + (f" -- last line: {s['last_line']}" if s["last_line"] else "") for s in steps]
+    with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    timing_json = os.path.join(args.out, "timing.json")
+    timing = json.load(open(timing_json)) if os.path.exists(timing_json) else None
+    with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
+        json.dump({"date": started, "rehearsal": args.rehearse, "budget_s": args.budget,
+                   "steps": steps, "main_job": accuracy, "timing": timing}, f, indent=1)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="folder for gpu_check.md, .json and .log")
+    p.add_argument("--budget", type=float, default=480.0,
+                   help="seconds for all steps together (default 480)")
+    p.add_argument("--workers", type=int, default=4, help="pytest-xdist workers (default 4)")
+    p.add_argument("--rehearse", action="store_true",
+                   help="on a CPU: the device simulator for CuPy, PyTorch on the CPU, small sizes")
+    p.add_argument("--python", default=sys.executable, help="the interpreter of every step")
+    args = p.parse_args(argv)
+    if not args.budget >= 60:
+        p.error(f"--budget: expected at least 60 seconds, got {args.budget:g}")
+    if args.workers < 1:
+        p.error(f"--workers: expected at least 1, got {args.workers}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    steps = run_all(args)
+    write_report(args, steps, started)
+    print(open(os.path.join(args.out, "gpu_check.md")).read())
+    print(f"written: {args.out}/gpu_check.md, gpu_check.json, gpu_check.log")
+    return 0 if all(s["passed"] for s in steps) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
