@@ -27,8 +27,10 @@ solutions (their fingerprinted tokens, all graded parts together), and a pair is
 reported when it is at least `threshold` and at least MIN_SHARED tokens are shared.
 THRESHOLD is set clearly above what independent correct bodies reach: measured on
 the catalogue's right bodies (right_bodies.py) and the correct alternative forms
-of tests/course/test_class_tools.py, all against each other, the most is 0.0
-(docs/assignments.md gives the numbers).
+of tests/course/test_class_tools.py, each against every other of its function,
+the most is 0.68 (two forms of Linear.backward that both reshape, transpose when
+tied and sum the bias alike, 49 tokens shared); the right bodies reach 0 (they are
+the reference's code), and a renamed, reformatted copy reaches 1.0.
 """
 
 import builtins
@@ -46,7 +48,8 @@ from ...system.files import read_regular
 
 K = 8               # tokens in a fingerprinted k-gram (copydetect's noise threshold)
 WINDOW = 3          # winnowing window: any match of K + WINDOW - 1 tokens is found
-THRESHOLD = 0.5     # the share of the smaller solution found in the other
+THRESHOLD = 0.9     # the share of the smaller solution found in the other (a renamed,
+                    # reformatted copy: 1.0; independent correct bodies: at most 0.68)
 MIN_SHARED = 20     # tokens that a reported pair shares at least
 COMMON = 0.2        # a fingerprint in more than this share of a class is the problem's
 INSTALL = ("the similarity report needs copydetect: pip install copydetect (or pip install "
