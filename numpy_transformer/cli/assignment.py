@@ -3,7 +3,7 @@ and, in a student copy, `check` its parts.
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
-        [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N]
+        [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N] [--refuse-flagged]
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
@@ -29,7 +29,8 @@ def _run_grade(args):
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
-                         timeout=args.timeout, teacher=args.teacher, seed=args.seed)
+                         timeout=args.timeout, teacher=args.teacher,
+                         refuse_flagged=args.refuse_flagged, seed=args.seed)
 
 
 def _run_check(args):
@@ -41,11 +42,17 @@ def _run_autograder(args):
     from ..course.assignment.autograder import make_autograder
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
-    return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed)
+    return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed,
+                           refuse_flagged=args.refuse_flagged)
 
 
 VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
                    "visible, hidden, after_due_date or after_published (default: all visible)")
+
+
+REFUSE_HELP = ("score 0 for a part whose graded code computes on complex numbers, reads .imag, "
+               "loads a file or calls its own forward in its backward (default: such code is "
+               "only reported to the teacher, with its line)")
 
 
 def _add_grade(commands):
@@ -72,6 +79,7 @@ def _add_grade(commands):
                        help="draw the grader's inputs with this secret, to reproduce a grade "
                             "(default: a new random secret per run; never the inputs of the "
                             "copy's `assignment check`)")
+    grade.add_argument("--refuse-flagged", action="store_true", help=REFUSE_HELP)
     grade.add_argument("--teacher", action="store_true",
                        help="keep the parts' formulas in the messages (a student's report, "
                             "and so Gradescope's, shows none)")
@@ -97,6 +105,7 @@ def _add_autograder(commands):
                       help="a grading secret kept in the zip (closed to the student's code): "
                            "every submission graded on the same inputs (default: new random "
                            "inputs for each submission)")
+    pack.add_argument("--refuse-flagged", action="store_true", help=REFUSE_HELP)
     overwrite_option(pack, "ZIP")
     add_common(pack, threads=False)           # writes a zip: no BLAS
     pack.set_defaults(run=_run_autograder)

@@ -1,6 +1,7 @@
 """A Gradescope autograder zip: the teacher's grader packed to grade one submission.
 
-    build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None)   the zip
+    build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
+                     refuse_flagged=False)         writes the zip
 
 Gradescope unpacks the zip into /autograder/source, runs `setup.sh` there once
 when it builds the image, and copies `run_autograder` to /autograder, which it
@@ -10,7 +11,9 @@ the score is what /autograder/results/results.json says. The zip holds:
     setup.sh          installs NumPy (the grader's only dependency) with pip3
     run_autograder    runs autograder_run.py and guarantees a results.json
     autograder.json   the parts, the time limit per part, the visibility of each check,
-                      the grading seed (null: each submission graded on inputs drawn from a
+                      refuse_flagged (a part honesty.py flags scores 0; the flags are
+                      always in a test hidden from students), the grading seed (null: each
+                      submission graded on inputs drawn from a
                       new random secret; a number: the teacher's secret, closed to the
                       student's code like all of source/ and in no student copy) and
                       the manifest (assignment.json) of a student copy of those parts, from
@@ -108,7 +111,8 @@ def _manifest_of(parts):
         return json.loads((Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8"))
 
 
-def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None):
+def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
+                     refuse_flagged=False):
     """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
 
     parts       the parts to grade (default: all); InputError for unknown ones
@@ -116,6 +120,7 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None):
     timeout     seconds each part may take
     seed        the grading secret (an int >= 0) every submission is graded with; None: a
                 new random one for each submission
+    refuse_flagged  a part whose code honesty.py flags scores 0 (default: reported only)
     """
     from .parts import validate_parts, validate_seed
     parts, seed = validate_parts(parts), validate_seed(seed)
@@ -127,6 +132,7 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None):
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its folder {out.parent} does not exist")
     config = {"format": 1, "parts": parts, "timeout": timeout, "seed": seed,
+              "refuse_flagged": bool(refuse_flagged),
               "visibility": read_visibility(visibility).to_dict(),
               "manifest": _manifest_of(parts)}          # InputError from a student copy
     partial = out.with_name(out.name + ".partial")
@@ -140,9 +146,10 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None):
     return config
 
 
-def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None):
+def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None,
+                    refuse_flagged=False):
     """`assignment autograder --out ZIP`: write the zip and say how to use it."""
-    config = build_autograder(out, parts, visibility, timeout, seed)
+    config = build_autograder(out, parts, visibility, timeout, seed, refuse_flagged)
     hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
            f" ({config['timeout']:g} s per part"

@@ -92,7 +92,8 @@ def grade_submission(root):
         with tempfile.TemporaryDirectory() as tmp:
             copy = assemble(package, config["manifest"], Path(tmp) / "copy")
             report = grade(copy, parts=parts, timeout=config["timeout"],
-                           seed=config.get("seed"))
+                           seed=config.get("seed"),
+                           refuse_flagged=config.get("refuse_flagged", False))
     except InputError as err:
         return not_graded_results(str(err), parts, visibility, time.monotonic() - start)
     except Exception as err:                                # noqa: BLE001

@@ -29,6 +29,7 @@ from ...system.files import atomic_write
 from .make import PACKAGE, read_manifest
 from .parts import failed_part, reference_results, score_part, validate_parts, validate_seed
 from .formulas import redact_report
+from .honesty import flag_results, review
 from .runner import MEMORY_MB, Harness
 
 
@@ -59,17 +60,21 @@ class GradeReport:
         for r in self.parts:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
             rows.append(f"{r.part:<20} {r.points:>6} {r.max_points:>4} {err:>11}  {r.message}")
+            rows += [f"{'':<20} {'':>6} {'':>4} {'':>11}  flagged: {f['path']}:{f['line']}: "
+                     f"{f['why']}: {f['source']}" for f in r.flags]
         rows.append(f"{'total':<20} {self.points:>6} {self.max_points:>4}")
         return "\n".join(rows)
 
 
 def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
-          teacher=False, seed=None):
+          teacher=False, seed=None, refuse_flagged=False):
     """Grade the student copy in `directory`; returns a GradeReport (prints nothing).
 
     timeout    seconds each part's worker may run; memory_mb its address-space limit
     seed       the grading secret the inputs are drawn with (an int >= 0, to reproduce a
                grade); None: this process's random one (parts.SECRET), never in any copy
+    refuse_flagged  a part whose code honesty.py flags (complex step, a file read, ...)
+               scores 0; without it, the flags are only reported (table, JSON)
     python     the interpreter of the workers (default: this one)
     teacher    keep the parts' formulas in the messages (a student's report has none:
                formulas.redact_report)
@@ -89,6 +94,7 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
                                                    timeout, memory_mb)
             results.append(failed_part(part, problem) if problem
                            else score_part(part, outputs, status, seed))
+    flag_results(results, review(root, parts), refuse_flagged)     # read, never run
     report = GradeReport(str(root), results, harness.warning)
     return report if teacher else redact_report(report)
 

@@ -18,7 +18,11 @@ hide single checks. The visibility file is a JSON object mapping "default",
 part names and "part/check" names to a visibility; the most specific entry
 wins, and the default's default is "visible". The top-level output holds no
 per-part points (a hidden test's score would leak through it), and
-`stdout_visibility` is "hidden" for the same reason. Paths inside the copy
+`stdout_visibility` is "hidden" for the same reason. A part whose code
+honesty.py flags (complex step, a file read, ...) gets one more test, "part/flagged
+for review", worth 0 points and always hidden: the teacher reads each flagged
+line there; students never see it (with refuse_flagged the part's own tests say
+it was refused). Paths inside the copy
 graded are written relative to it.
 """
 
@@ -119,11 +123,22 @@ def _part_tests(result, checks, visibility):
     return tests
 
 
+def _flag_test(result):
+    """The hidden, 0-point test listing the lines honesty.py flagged in a part."""
+    lines = [f"{f['path']}:{f['line']}: {f['why']}: {f['source']}" for f in result.flags]
+    return {"name": f"{result.part}/flagged for review", "score": 0, "max_score": 0,
+            "status": "failed", "visibility": "hidden",
+            "output": "For the teacher (hidden from students): this part's graded code was "
+                      "flagged (an answer that may not be derived):\n" + "\n".join(lines)}
+
+
 def gradescope_results(report, visibility=None, execution_time=None):
-    """The results.json dict of a GradeReport: one test per check, "score" the total."""
+    """The results.json dict of a GradeReport: one test per check, "score" the total, and
+    a hidden test per flagged part."""
     visibility = visibility or Visibility()
     checks = checks_of([r.part for r in report.parts])
     tests = [t for r in report.parts for t in _part_tests(r, checks[r.part], visibility)]
+    tests += [_flag_test(r) for r in report.parts if getattr(r, "flags", None)]
     folder = str(getattr(report, "directory", "") or "")
     for number, test in enumerate(tests, 1):
         test["number"] = str(number)

@@ -66,19 +66,20 @@ class PartResult:
     max_rel_error: float = None
     message: str = ""
     checks: list = field(default_factory=list)
+    flags: list = field(default_factory=list)   # honesty.py's, as dicts: for the teacher
 
     def to_dict(self):
         clean = lambda e: None if e is None or not math.isfinite(e) else e
         return {"part": self.part, "points": self.points, "max_points": self.max_points,
                 "max_rel_error": clean(self.max_rel_error), "message": self.message,
                 "checks": [{**vars(c), "max_rel_error": clean(c.max_rel_error)}
-                           for c in self.checks]}
+                           for c in self.checks], "flags": list(self.flags)}
 
     @classmethod
     def from_dict(cls, d):
         checks = [CheckResult(**c) for c in d.get("checks", [])]
         return cls(d["part"], d["points"], d["max_points"], d.get("max_rel_error"),
-                   d.get("message", ""), checks)
+                   d.get("message", ""), checks, list(d.get("flags", [])))
 
 
 @dataclass(frozen=True)
