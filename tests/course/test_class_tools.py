@@ -26,6 +26,7 @@ from numpy_transformer.course.assignment.grade_outputs import grade_command
 from numpy_transformer.course.assignment.make import make, package_regions
 from numpy_transformer.course.assignment.markers import write_region_bodies
 from numpy_transformer.course.assignment.mistakes import MISTAKES
+from numpy_transformer.course.assignment.registry import LESSONS
 from numpy_transformer.course.assignment.right_bodies import RIGHT
 from numpy_transformer.errors import InputError
 
@@ -192,3 +193,24 @@ def test_a_class_of_30_grades_with_two_jobs(base, tmp_path):
     print(f"30 copies, parts {' '.join(PARTS)}: --jobs 2 {parallel:.1f} s, "
           f"--jobs 1 {time.perf_counter() - start:.1f} s")
     assert (one / "class.csv").read_text().splitlines() == rows
+
+
+def test_the_copy_points_to_assignment_check(base):
+    readme = (base / "README.md").read_text()
+    assert "    python -m numpy_transformer assignment check [PART ...]" in readme
+    assert "| linear | 10 | Linear and TiedLinear backward |" in readme
+    assert readme.count("| lesson 16, section 2 |") == 1          # where to read up
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "grade", "."],
+                          cwd=base, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 2
+    assert "python -m numpy_transformer assignment check [PART ...]" in done.stderr
+
+
+def test_the_lesson_of_part_linear_has_a_section_on_linear():
+    number, section = LESSONS["linear"].removeprefix("lesson ").split(", section ")
+    [book] = (Path(__file__).resolve().parents[2] / "notebooks").glob(f"{int(number):02d}_*")
+    headings = [line for cell in json.loads(book.read_text())["cells"]
+                if cell["cell_type"] == "markdown"
+                for line in "".join(cell["source"]).splitlines() if line.startswith("## ")]
+    assert any(h.startswith(f"## {section}.") and "Linear" in h for h in headings), headings

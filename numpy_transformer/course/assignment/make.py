@@ -33,6 +33,7 @@ from .standalone import finish_copy
 from .strip import strip_copy, where_hint
 from .local_check import write_expected
 from .parts import CHECKS, PARTS, TITLES, max_points, validate_parts
+from .registry import LESSONS
 from ...errors import InputError
 from ...system.files import read_regular
 
@@ -44,7 +45,9 @@ STUDENT_ASSIGNMENT = ("registry.py", "local_check.py", "diagnose.py", "harness.p
                       "scenarios_layers.py", "scenarios_models.py")
 GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
                     "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
-                    "run outside the copy); check your gradients here with "
+                    "run outside the copy); check your parts here with "
+                    "`python -m numpy_transformer assignment check [PART ...]` (the grader's "
+                    "kind of verdict on public inputs) and your gradients with "
                     "`python -m numpy_transformer gradcheck --layers-only`")
 STUDENT_INIT = '''"""A student copy's assignment package: the names of the parts, no grader.
 
@@ -183,20 +186,26 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
              "`# BEGIN SOLUTION <part>` and `# END SOLUTION`. Replace the `raise` with your",
              "code; keep the markers. The docstrings give the forward, the shapes and what",
              "is saved; the derivation is yours (the lessons teach how).", "",
-             "| part | points | what | where |", "|---|---|---|---|"]
+             "| part | points | what | where | read |", "|---|---|---|---|---|"]
     for part in parts:
         where = "<br>".join(f"`{r.path}` `{r.qualname}`" for r in regions if r.part == part)
-        lines.append(f"| {part} | {max_points(part)} | {TITLES[part]} | {where} |")
+        lines.append(f"| {part} | {max_points(part)} | {TITLES[part]} | {where} | "
+                     f"{LESSONS[part]} |")
     lines += ["", "Install this copy, in a virtual environment of its own: `pip install -e .`",
               "(the lessons use this copy's package either way: their first cell says which).",
-              "", "Check your gradients from this folder (it imports the package here):", "",
+              "", "## Check your work", "",
+              "From this folder (it imports the package here), check each part as the",
+              "grader would, before you submit:", "",
+              "    python -m numpy_transformer assignment check [PART ...]", "",
+              "It runs the grader's kind of checks on public inputs and compares with",
+              "expected outputs (numbers, not code: the teacher's reference run, in",
+              "numpy_transformer/course/assignment/expected.npz): per part `pass`, or what",
+              "is wrong. Check your gradients against finite differences too:", "",
               "    python -m numpy_transformer gradcheck --layers-only", "",
-              "and every part against expected outputs (numbers, not code: the teacher's",
-              "reference run on fixed inputs, in numpy_transformer/course/assignment/",
-              "expected.npz): `python -m numpy_transformer assignment check [PART ...]`.",
               "Both report a part you have not written yet as `not implemented`",
               "(naming the part) and go on with the others. Grading runs from your teacher's",
-              "installed package; this copy holds no grader.", "",
+              "installed package on inputs of its own; this copy holds no grader, and",
+              "`assignment grade` here points back to `assignment check`.", "",
               "`gradcheck` compares every backward with float64 finite differences: a correct",
               "answer agrees to about 1e-9 relative, a wrong one is off by 1e-2 or more.",
               "The grader runs each part in a process of its own on inputs it draws, and",
