@@ -4,6 +4,7 @@ and, in a student copy, `check` its parts.
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
         [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N] [--refuse-flagged]
+        [--timeout SECONDS] [--total-timeout SECONDS]
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
@@ -30,7 +31,8 @@ def _run_grade(args):
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
                          timeout=args.timeout, teacher=args.teacher,
-                         refuse_flagged=args.refuse_flagged, seed=args.seed)
+                         refuse_flagged=args.refuse_flagged, seed=args.seed,
+                         total_timeout=args.total_timeout)
 
 
 def _run_check(args):
@@ -75,6 +77,9 @@ def _add_grade(commands):
                        help="grade only these parts (default: the copy's)")
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
+    grade.add_argument("--total-timeout", type=positive_float, default=600.0,
+                       metavar="SECONDS", help="time limit of a whole submission: parts not "
+                       "run when it is spent score 0, saying so (default 600)")
     grade.add_argument("--seed", type=nonnegative_int, metavar="N",
                        help="draw the grader's inputs with this secret, to reproduce a grade "
                             "(default: a new random secret per run; never the inputs of the "

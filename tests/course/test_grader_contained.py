@@ -28,6 +28,7 @@ import pytest
 from doors import nt
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import PACKAGE
+from numpy_transformer.course.assignment.sandbox import DISK_MB
 from test_assignment_grader import fresh, replace_regions
 from test_grader_survives import BOX, class_of, grade_class, prepend, processes_holding, rows
 
@@ -144,7 +145,7 @@ def test_a_submission_that_knows_the_paths_reaches_nothing(solution_copy, tmp_pa
         done = grade_class(folders, tmp_path, "gelu", "linear")
         table = rows(tmp_path / "class.csv")
         assert [table[s]["total"] for s in "abc"] == ["20", "20", "20"], done.stdout
-        assert "sandbox: user+mount+pid namespaces, private root" in done.stdout
+        assert "sandbox: user+mount+pid+network namespaces, private root" in done.stdout
         assert (tmp_path / "c" / "numpy_transformer").is_dir()
         assert (tmp_path / "a" / "notes").is_dir()
         assert Path(targets["overwrite"][0]).read_text() == classmate
@@ -212,24 +213,33 @@ def writable(path):
         return False
 status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines()
               if ":\\t" in line)
+size = lambda path: os.statvfs(path).f_blocks * os.statvfs(path).f_frsize >> 20
 print(json.dumps({"root": sorted(os.listdir("/")), "nt": sorted(os.listdir("/nt")),
                   "site": sorted(os.listdir("/nt/site")), "teacher": os.path.exists(TEACHER),
                   "installed": os.listdir(SITE) if os.path.isdir(SITE) else [],
                   "usr": writable("/usr/nt-probe"), "scratch": writable("/nt/student/x"),
+                  "part": writable("/nt/part/x"), "result": writable("/nt/part/status.json"),
+                  "copied": sorted(os.listdir("/nt/student")),
+                  "sizes": [size("/nt/student"), size("/tmp")],
                   "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
                   "caps": status["CapEff"].strip(), "bounding": status["CapBnd"].strip()}))'''
 
 
 @needs_private_root
 def test_inside_the_private_root(tmp_path):
-    """Protection: what sandbox.py mounts, and the capabilities it leaves (none)."""
+    """Protection: what private_root.py mounts (the scratch copy copied into the size-limited
+    tmpfs, the part folder read-only but for its result files), and the capabilities it
+    leaves (none)."""
     for name in ("harness", "part", "student", "root"):
         (tmp_path / name).mkdir()
+    (tmp_path / "student" / "mine.py").write_text("")
+    (tmp_path / "part" / "status.json").write_text("")
     code = INSIDE_VIEW.replace("TEACHER", repr(str(PACKAGE / "layers" / "linear.py"))).replace(
         "SITE", repr(str(Path(numpy.__file__).parents[1])))
     argv = BOX.command(sys.executable, tmp_path / "root", {
-        "harness": (BOX_HARNESS, False), "part": (tmp_path / "part", True),
-        "student": (tmp_path / "student", True)}, ["-I", "-c", code])
+        "harness": (BOX_HARNESS, False), "part": (tmp_path / "part", False),
+        "part/status.json": (tmp_path / "part" / "status.json", True),
+        "student": (tmp_path / "student", "copy")}, ["-I", "-c", code])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     seen = json.loads(done.stdout)
     assert seen["nt"] == ["harness", "part", "site", "student"], seen
@@ -238,10 +248,13 @@ def test_inside_the_private_root(tmp_path):
     assert seen["site"] == sorted(n for n in ("numpy", "numpy.libs")
                                   if (Path(numpy.__file__).parents[1] / n).is_dir())
     assert not seen["teacher"] and not seen["usr"] and seen["scratch"], seen
+    assert not seen["part"] and seen["result"] and seen["copied"] == ["mine.py", "x"], seen
+    assert seen["sizes"] == [DISK_MB, DISK_MB], seen       # one tmpfs holds both
     assert seen["installed"] == [], seen      # site-packages is empty: no installed package
     assert seen["processes"] == ["1"], seen                  # the worker alone
     assert int(seen["caps"], 16) == 0 and int(seen["bounding"], 16) == 0, seen
-    assert (tmp_path / "student" / "x").exists()
+    assert not (tmp_path / "student" / "x").exists()         # a copy: the grader's disk
+    assert (tmp_path / "part" / "status.json").exists()        # is never written
 
 
 def test_the_worker_inherits_no_variable_of_the_graders_environment(solution_copy, tmp_path):

@@ -30,7 +30,7 @@ from .make import PACKAGE, read_manifest
 from .parts import failed_part, reference_results, score_part, validate_parts, validate_seed
 from .formulas import redact_report
 from .honesty import flag_results, review
-from .runner import MEMORY_MB, Harness
+from .runner import MEMORY_MB, TOTAL_TIMEOUT, Harness
 
 
 @dataclass
@@ -67,10 +67,12 @@ class GradeReport:
 
 
 def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
-          teacher=False, seed=None, refuse_flagged=False):
+          teacher=False, seed=None, refuse_flagged=False, total_timeout=TOTAL_TIMEOUT):
     """Grade the student copy in `directory`; returns a GradeReport (prints nothing).
 
-    timeout    seconds each part's worker may run; memory_mb its address-space limit
+    timeout    seconds each part's worker may run; memory_mb its memory limit (limits.py)
+    total_timeout  seconds the whole submission may run: parts left when it is spent score
+               0 with a message saying so
     seed       the grading secret the inputs are drawn with (an int >= 0, to reproduce a
                grade); None: this process's random one (parts.SECRET), never in any copy
     refuse_flagged  a part whose code honesty.py flags (complex step, a file read, ...)
@@ -88,7 +90,7 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
         raise InputError(f"the grader at {PACKAGE} belongs to a student copy (its solutions are "
                          "stubbed); grade with the reference package")
     results = []
-    with Harness(python) as harness:
+    with Harness(python, timeout, total_timeout, memory_mb) as harness:
         for part in parts:
             outputs, status, problem = harness.run(root, reference_results(part, seed),
                                                    timeout, memory_mb)

@@ -28,11 +28,13 @@ The worker's path of the copy is replaced by the student's folder in messages.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -40,24 +42,37 @@ import numpy as np
 
 from ...errors import InputError
 from ...system.files import read_json
-from .sandbox import INSIDE, isolation
+from .limits import MAX_RESULT_MB, limits_line, part_groups
+from .sandbox import DISK_MB, INSIDE, PROCESSES, isolation
 
 HERE = Path(__file__).resolve().parent
 HARNESS_FILES = ("worker.py", "harness.py", "steps.py", "scenarios_layers.py",
-                 "scenarios_models.py", "standins.py", "repair.py", "sandbox.py")
+                 "scenarios_models.py", "standins.py", "repair.py", "private_root.py")
 ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")  # what a worker inherits
-MEMORY_MB = 2048                    # default address-space limit of a worker
-MAX_RESULT_BYTES = 64 << 20         # result files larger than this are not read
+MEMORY_MB = 2048                    # default memory limit of a part (cgroup) and a process
+TOTAL_TIMEOUT = 600.0               # default time limit of a whole submission, in seconds
+MAX_RESULT_BYTES = MAX_RESULT_MB << 20      # result files larger than this are not read
+RESULTS = ("outputs.npz", "status.json")    # the worker's result files, written in place
+HITS = ((r"Resource temporarily unavailable|BlockingIOError", "a part may run at most "
+         f"{PROCESSES} processes"),
+        (r"No space left on device", f"a part may write at most {DISK_MB} MiB in all"),
+        (r"File too large", f"a file may hold at most {MAX_RESULT_MB} MiB"))
 
 
-def _limits(memory_mb, box):
-    """preexec_fn of the worker: its memory, file size and core dump limits, its user."""
+def _limits(memory_mb, box, group):
+    """preexec_fn of the worker: its cgroup, its memory, file size and core dump limits, its
+    user (and, as that user with no namespace, its process limit: private_root.py sets it
+    inside the namespaces)."""
     def apply():
         import resource
+        if group is not None:
+            group.join()
         size = int(memory_mb) << 20
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
         resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_RESULT_BYTES, MAX_RESULT_BYTES))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if box.user is not None and box.tool is None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (PROCESSES, PROCESSES))
         box.become()
     return apply if os.name == "posix" else None
 
@@ -72,10 +87,15 @@ def _last_line(path):
 class Harness:
     """A temporary folder holding a copy of the harness; a context manager."""
 
-    def __init__(self, python=None):
+    def __init__(self, python=None, timeout=60.0, total_timeout=TOTAL_TIMEOUT,
+                 memory_mb=MEMORY_MB):
         self.python = python or sys.executable
         self.sandbox = isolation(self.python)
-        self.warning = self.sandbox.line        # the protections in force (sandbox.py)
+        self.groups = part_groups(self.python)
+        self.total_timeout, self.deadline = float(total_timeout), None
+        self.warning = (f"{self.sandbox.line}; "    # the protections and limits in force
+                        + limits_line(self.sandbox, self.groups, timeout, total_timeout,
+                                      memory_mb))
 
     def __enter__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="nt-grader-")
@@ -85,6 +105,7 @@ class Harness:
             shutil.copyfile(HERE / name, self.folder / name)
         (self.folder / "__init__.py").write_text('"""The grading harness (a copy)."""\n')
         self.sandbox.hand_over([self.tmp.name], [])
+        self.deadline = time.monotonic() + self.total_timeout
         return self
 
     def __exit__(self, *exc):
@@ -92,19 +113,44 @@ class Harness:
 
     def run(self, root, reference, timeout, memory_mb=MEMORY_MB):
         """Run one part's tasks in a worker on a scratch copy of the copy in `root`:
-        (outputs, status, problem)."""
+        (outputs, status, problem). Once the submission's total time is spent, a part is
+        not run; the last one started gets what is left of it."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return {}, {}, (f"not run: the submission's total time limit "
+                            f"({self.total_timeout:g} s) was spent before this part")
+        limit = min(timeout, left)
+        work, files, seen, argv = self._prepare(root, reference)
+        group = self.groups.make(memory_mb)
+        try:
+            status = self._start(argv, work, files, memory_mb, group, limit)
+        finally:
+            stopped = group.close() if group is not None else {}
+        if status is None:
+            return {}, {}, (f"timed out after {timeout:g} s (the time limit of a part)"
+                            if limit == timeout else f"timed out after {limit:.0f} s: the "
+                            f"submission's total time limit ({self.total_timeout:g} s) was "
+                            "reached")
+        result = self._results(files, status, memory_mb)
+        if stopped.get("oom_kills") and result[2] is not None:
+            result = {}, {}, (f"ran out of memory (the limit is {memory_mb} MiB for all the "
+                              "part's processes together)")
+        return _as_seen_from(root, seen["student"], _limits_named(result))
+
+    def _prepare(self, root, reference):
+        """The part's folder (tasks, inputs, empty result files, a scratch copy), the paths
+        the worker is given, and its argv."""
         work = Path(tempfile.mkdtemp(dir=self.tmp.name, prefix="part-"))
         for name in ("part", "root"):
             (work / name).mkdir()
         scratch = scratch_copy(root, work / "student")
+        files = {name: str(work / "part" / name) for name in ("tasks.json", "inputs.npz",
+                                                              *RESULTS)}
+        for name in RESULTS:                  # bound one by one, writable, in a private root
+            Path(files[name]).touch()
         self.sandbox.hand_over([work], [scratch, work / "part"])
-        files = {name: str(work / "part" / name) for name in
-                 ("tasks.json", "inputs.npz", "outputs.npz", "status.json")}
         Path(files["tasks.json"]).write_text(json.dumps(reference.tasks), encoding="utf-8")
         np.savez(files["inputs.npz"], **reference.inputs)
-        env = {k: v for k, v in os.environ.items() if k in ENVIRONMENT}   # no teacher's secret
-        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
         seen = {"harness": str(self.folder), "student": str(scratch),
                 "part": str(work / "part")}            # the paths the worker is given
         if self.sandbox.level == "root":
@@ -113,27 +159,36 @@ class Harness:
                        *(f"{seen['part']}/{n}" for n in
                          ("tasks.json", "inputs.npz", "outputs.npz", "status.json"))]
         argv = self.sandbox.command(self.python, work / "root", {
-            "harness": (self.folder, False), "part": (work / "part", True),
-            "student": (scratch, True)}, worker_argv)
+            "harness": (self.folder, False), "part": (work / "part", False),
+            **{f"part/{n}": (files[n], True) for n in RESULTS},
+            "student": (scratch, "copy")}, worker_argv)
         files["stderr.txt"] = str(work / "stderr.txt")
+        return work, files, seen, argv
+
+    def _start(self, argv, work, files, memory_mb, group, limit):
+        """Run the worker (in `group`, where there is one) for at most `limit` seconds: its
+        exit status, or None when it timed out."""
+        env = {k: v for k, v in os.environ.items() if k in ENVIRONMENT}   # no teacher's secret
+        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   NUMEXPR_NUM_THREADS="1", VECLIB_MAXIMUM_THREADS="1",
+                   NUMPY_TRANSFORMER_BACKEND="numpy")     # the tasks' arrays are NumPy's
         with open(files["stderr.txt"], "wb") as stderr:
-            worker = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=stderr,
-                                      preexec_fn=_limits(memory_mb, self.sandbox),
-                                      start_new_session=True)
+            worker = subprocess.Popen(argv, cwd=work / "student", env=env,
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=stderr, start_new_session=True,
+                                      preexec_fn=_limits(memory_mb, self.sandbox, group))
             try:
-                status = worker.wait(timeout=timeout)
+                return worker.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                _kill(worker)
-                return {}, {}, f"timed out after {timeout:g} s (the time limit of a part)"
+                return None
             finally:
                 _kill(worker)
                 self.sandbox.sweep(self.python)     # as a user: all its processes
-        return _as_seen_from(root, seen["student"], self._results(files, status, memory_mb))
 
     def _results(self, files, status, memory_mb):
         last = _last_line(files["stderr.txt"])
-        written = all(os.path.isfile(files[n]) for n in ("outputs.npz", "status.json"))
+        written = all(os.path.isfile(files[n]) and os.path.getsize(files[n]) > 0
+                      for n in RESULTS)
         if "MemoryError" in last or (not written and "Cannot allocate memory" in last):
             return {}, {}, f"ran out of memory (the limit is {memory_mb} MiB)"
         if not written or status != 0:
@@ -177,6 +232,20 @@ def scratch_copy(root, into):
         elif entry.is_file():
             shutil.copyfile(entry, into / entry.name)
     return into
+
+
+def _limits_named(result):
+    """`result` with the limit named in each message that a limit's error ends (a fork
+    refused, a full disk, a file too large)."""
+    outputs, status, problem = result
+
+    def named(text):
+        hits = [why for pattern, why in HITS if re.search(pattern, text)]
+        return text + "".join(f" ({why})" for why in hits[:1])
+    for entry in status.values():
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            entry["message"] = named(entry["message"])
+    return outputs, status, problem and named(problem)
 
 
 def _as_seen_from(root, inside, result):

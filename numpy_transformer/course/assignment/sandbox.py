@@ -1,50 +1,56 @@
 """Where a grading worker runs: in a private root of its own, where Linux allows it.
 
-    box = isolation()          # box.level "root", "pid" or "none"; box.line says which
+    box = isolation()          # box.level "root", "pid", "user" or "none"; box.line says which
     argv = box.command(python, root_dir, binds, worker_argv)
 
 Level "root" (Linux with unprivileged user namespaces): the worker is started as
 
-    unshare --user --map-root-user --mount --pid --fork --kill-child \
-        python -I -S HARNESS/sandbox.py PLAN -- python -I -B /nt/harness/worker.py ...
+    unshare --user --map-root-user --mount --pid --net --fork --kill-child \
+        python -I -S HARNESS/private_root.py PLAN -- python -I -B /nt/harness/worker.py ...
 
-and this file, run as a script inside the new namespaces, builds a private root in a
-tmpfs before it executes the worker: read-only bind mounts of the system (/usr, the
-Python installation with every site-packages folder replaced by an empty one, NumPy
-alone at /nt/site), of the harness (/nt/harness) and of the part's task files (/nt/part,
-writable for the results), the student's scratch copy read-write (/nt/student), /dev/null,
-zero, random and urandom, a fresh /proc of the new PID namespace and a small /tmp; then
-pivot_root into it, the old root detached, and every capability dropped (no_new_privs).
-The worker sees nothing else: not the teacher's package, the grader's temporary folder,
-the output files or the other copies, and it can write only its scratch copy, its part's
-folder and /tmp. It is process 1 of its PID namespace: it can signal no process outside,
-and when it ends, or when the grader kills `unshare`, the kernel kills every process it
-started, double-forked daemons included.
+and private_root.py, run as a script inside the new namespaces, builds a private root in a
+tmpfs before it executes the worker: read-only bind mounts of the system (/usr, of the
+Python installation its standard library and programs only, every site-packages folder of
+every installation it uses (a virtual environment's base included) replaced by an empty
+one, NumPy alone at /nt/site), of the harness (/nt/harness) and of the part's task files
+(/nt/part, read-only but for its two result files); the student's scratch copy (/nt/student)
+and /tmp in one tmpfs of DISK_MB MiB, /dev/null, zero, random and urandom, a fresh /proc of
+the new PID namespace; then pivot_root into it, the old root detached, every capability
+dropped (no_new_privs) and RLIMIT_NPROC set. The worker sees nothing else: not the
+teacher's package, the grader's temporary folder, the output files or the other copies; it
+can write only its scratch copy, /tmp (DISK_MB MiB in all) and its two result files (64 MiB
+each, RLIMIT_FSIZE); its network namespace has a loopback interface only, down, so no
+address, the grading host's 127.0.0.1 included, can be reached. It is process 1 of its PID
+namespace: it can signal no process outside, and when it ends, or when the grader kills
+`unshare`, the kernel kills every process it started, double-forked daemons included.
 
 Level "pid" (a kernel that allows user + PID namespaces but refuses the mounts): as
-above without the private root: the worker cannot signal the grader and leaves no
-process behind, but it reads and writes with the grader's user. Level "none" (another
-OS, namespaces refused): the worker runs in a session of its own, contained in nothing.
-`line` says which, once per grade output and in its JSON.
+above without the private root (network namespace and RLIMIT_NPROC included): the worker
+cannot signal the grader and leaves no process behind, but it reads and writes with the
+grader's user. Level "none" (another OS, namespaces refused): the worker runs in a session
+of its own, contained in nothing. `line` says which, once per grade output and in its JSON;
+limits.py adds the limits of processes, memory, disk and time in force.
 """
 
-import ctypes
 import functools
 import glob
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 
-UNSHARE = ("--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child")
-PID_ONLY = ("--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child")
+UNSHARE = ("--user", "--map-root-user", "--mount", "--pid", "--net", "--fork", "--kill-child")
+PID_ONLY = ("--user", "--map-root-user", "--pid", "--net", "--fork", "--mount-proc",
+            "--kill-child")
 INSIDE = "/nt"                       # the worker's folders in the private root
-LINES = {"root": "sandbox: user+mount+pid namespaces, private root (the worker sees only "
-                 "Python, NumPy, the harness and a scratch copy of its folder)",
-         "pid": "sandbox: user+pid namespaces only ({why}): the worker cannot signal the "
-                "grader and leaves no process behind, but it is not isolated from the "
+DISK_MB = 256                        # the tmpfs holding all a part can write (level "root")
+PROCESSES = 32                       # RLIMIT_NPROC inside the namespaces (threads count)
+SCRIPT = "private_root.py"           # run inside the namespaces, from the harness copy
+LINES = {"root": "sandbox: user+mount+pid+network namespaces, private root (the worker sees "
+                 "only Python, NumPy, the harness and a scratch copy of its folder)",
+         "pid": "sandbox: user+pid+network namespaces only ({why}): the worker cannot signal "
+                "the grader and leaves no process behind, but it is not isolated from the "
                 "grader's files",
          "none": "sandbox: none available ({why}): the worker is not isolated from the "
                  "grader; a submission could read or change the grader's files, signal its "
@@ -54,12 +60,11 @@ LINES = {"root": "sandbox: user+mount+pid namespaces, private root (the worker s
                  "cannot signal the grader, and every process of that user is killed after "
                  "each part"}
 USER = "NT_GRADER_USER"              # as root, the unprivileged user the workers run as
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE = 1024, 2048, 4096, 16384, 1 << 18
-MS_RELATIME, MNT_DETACH, ST_RELATIME = 1 << 21, 2, 4096
 PROBE = f"import sys; sys.path.append('{INSIDE}/site'); import numpy"
-PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "ppc64le": 203,
-              "s390x": 217}
+LAYOUT = ("import json, os, sys, sysconfig, numpy; print(json.dumps({'prefixes': sorted({"
+          "sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}), 'numpy': "
+          "os.path.dirname(os.path.dirname(os.path.realpath(numpy.__file__))), 'stdlib': "
+          "sysconfig.get_path('stdlib')}))")
 
 
 class Sandbox:
@@ -68,7 +73,8 @@ class Sandbox:
     def __init__(self, level, why="", tool=None, user=None):
         self.level, self.tool, self.user, self.why = level, tool, user, why
         self.line = LINES[level].format(why=why, name=user and user.pw_name,
-                                        pid=" in user+pid namespaces" if tool else "")
+                                        pid=" in user+pid+network namespaces" if tool
+                                        else "")
 
     def become(self):
         """In the worker's process before exec: the unprivileged user, where there is one."""
@@ -96,26 +102,55 @@ class Sandbox:
                            capture_output=True, timeout=60)
 
     def command(self, python, root_dir, binds, worker_argv):
-        """argv of a worker; `binds` {inside name: (outside path, writable)}, `root_dir` an
+        """argv of a worker; `binds` {inside name: (outside path, mode)}, mode False (read
+        only), True (writable) or "copy" (copied into the writable tmpfs); `root_dir` an
         empty folder for the private root (level "root" only)."""
         if self.level == "none" or (self.level == "user" and self.tool is None):
             return [python, *worker_argv]
-        if self.level in ("pid", "user"):
-            return [self.tool, *PID_ONLY, python, *worker_argv]
-        plan = {"root": str(root_dir), "binds": system_binds(python) + [
-            [str(out), f"{INSIDE}/{name}", writable] for name, (out, writable) in binds.items()],
-            "hide": hidden_folders(python)}
-        here = os.path.join(str(binds["harness"][0]), "sandbox.py")
-        return [self.tool, *UNSHARE, python, "-I", "-S", here, json.dumps(plan), "--",
+        here = os.path.join(str(binds["harness"][0]), SCRIPT)
+        plan = {"root": None, "processes": PROCESSES}
+        if self.level == "root":
+            plan.update(root=str(root_dir), disk_mb=DISK_MB, hide=hidden_folders(python),
+                        binds=system_binds(python) + [
+                            [str(out), f"{INSIDE}/{name}", mode] for name, (out, mode)
+                            in binds.items() if mode != "copy"],
+                        copies=[[str(out), f"{INSIDE}/{name}"]
+                                for name, (out, mode) in binds.items() if mode == "copy"])
+        words = UNSHARE if self.level == "root" else PID_ONLY
+        return [self.tool, *words, python, "-I", "-S", here, json.dumps(plan), "--",
                 python, *worker_argv]
 
 
+@functools.lru_cache(maxsize=None)
+def layout(python):
+    """The installation of the workers' `python`, as that interpreter reports it: its
+    prefixes (a virtual environment's and its base's), its standard library and the
+    site-packages folder holding NumPy."""
+    done = subprocess.run([python, "-I", "-c", LAYOUT], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"status {done.returncode}"])[-1]
+        raise OSError(f"the workers' Python {python} cannot import NumPy: {said[:200]}")
+    return json.loads(done.stdout)
+
+
+def _installation_trees(python):
+    """The folders of the workers' Python to bind: of each prefix its lib (the standard
+    library, lib-dynload, the shared libraries) and the folders of the interpreter itself,
+    never the prefix whole (a conda base holds envs/ and pkgs/, full of packages)."""
+    found = layout(python)
+    trees = [os.path.dirname(os.path.abspath(python)),
+             os.path.dirname(os.path.realpath(python)), found["stdlib"]]
+    for prefix in found["prefixes"]:
+        trees += [os.path.join(prefix, "lib"), os.path.join(prefix, "lib64")]
+    return trees
+
+
 def system_binds(python):
-    """[outside, inside, writable] of what any Python with NumPy needs, read-only."""
-    import numpy
-    site = os.path.dirname(os.path.dirname(os.path.realpath(numpy.__file__)))
-    trees = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", sys.base_prefix, sys.prefix,
-             os.path.dirname(os.path.dirname(os.path.realpath(python)))]
+    """[outside, inside, writable] of what any Python with NumPy needs, read-only: the
+    system, the standard library (site-packages hidden: hidden_folders), NumPy alone."""
+    site = layout(python)["numpy"]
+    trees = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", *_installation_trees(python)]
     binds, seen = [], set()
     for tree in trees:
         if os.path.isdir(tree) and os.path.realpath(tree) not in seen:
@@ -127,14 +162,16 @@ def system_binds(python):
 
 
 def hidden_folders(python):
-    """Folders replaced by empty ones: every site-packages (the teacher's package may be
-    installed there), and the teacher's package wherever it is."""
+    """Folders replaced by empty ones: every site-packages or dist-packages folder of every
+    bound tree (the workers' Python, its base installation, the system's: a teacher may have
+    installed the reference into any of them), the grader's own, and the teacher's package
+    wherever it is."""
     import site
     import sysconfig
     found = set(site.getsitepackages() + [sysconfig.get_paths()["purelib"]])
-    for pattern in ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages",
-                    os.path.join(sys.prefix, "lib", "python3*", "site-packages")):
-        found.update(glob.glob(pattern))
+    for tree in ["/usr/lib", "/usr/lib64", "/usr/local/lib", *_installation_trees(python)]:
+        for pattern in ("python3*/*-packages", "*-packages"):
+            found.update(glob.glob(os.path.join(tree, pattern)))
     found.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return sorted({form for f in found if os.path.isdir(f)            # as given and resolved
                    for form in (os.path.abspath(f), os.path.realpath(f))})
@@ -147,7 +184,8 @@ def _probe(tool, words, python, user=None):
     with tempfile.TemporaryDirectory(prefix="nt-sandbox-probe-") as tmp:
         harness = os.path.join(tmp, "harness")
         os.mkdir(harness)
-        shutil.copyfile(os.path.abspath(__file__), os.path.join(harness, "sandbox.py"))
+        shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), SCRIPT),
+                        os.path.join(harness, SCRIPT))
         os.mkdir(os.path.join(tmp, "root"))
         box = Sandbox("root" if words == UNSHARE else ("user" if user else "pid"),
                       tool=tool, user=user)
@@ -193,101 +231,3 @@ def as_user(box, python):
         if user.pw_uid != 0 and not _probe(tool, PID_ONLY, python, user):
             return Sandbox("user", box.why, tool, user)
     return Sandbox(box.level, f"{box.why}; the user {name} cannot run Python here", box.tool)
-
-
-# ----- inside the namespaces: build the private root, then run the worker -------------
-
-
-def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def call(name, *args):
-        if getattr(libc, name)(*args) != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"{name}{args[:2]}: {os.strerror(errno)}")
-    return libc, call
-
-
-def _mount(call, source, target, fstype, flags, data=None):
-    call("mount", *(None if s is None else s.encode() for s in (source, target, fstype)),
-         ctypes.c_ulong(flags), None if data is None else data.encode())
-
-
-def _bind(call, root, outside, inside, writable):
-    """Bind `outside` at root+inside, read-only unless `writable` (keeping the flags the
-    kernel locks: nosuid, nodev, noexec, atime)."""
-    target = root + inside
-    if os.path.isdir(outside):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    _mount(call, outside, target, None, MS_BIND | MS_REC)
-    kept = os.statvfs(outside).f_flag
-    flags = (MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if writable else MS_RDONLY)
-             | (kept & (MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME))
-             | (MS_RELATIME if kept & ST_RELATIME else 0))
-    _mount(call, None, target, None, flags)
-
-
-def build_root(plan):
-    """Mount the private root described by `plan` and pivot into it."""
-    libc, call = _libc()
-    root = plan["root"]
-    _mount(call, None, "/", None, MS_REC | MS_PRIVATE)
-    _mount(call, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    os.makedirs(root + "/tmp")          # first: a Python (a venv) under /tmp is bound inside it
-    _mount(call, "tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-    for outside, inside, writable in plan["binds"]:
-        if os.path.islink(outside) and os.path.dirname(outside) == "/":
-            os.symlink(os.readlink(outside), root + inside)       # /bin -> usr/bin
-        elif os.path.exists(outside) and not writable:
-            _bind(call, root, outside, inside, writable)
-    for folder in plan["hide"]:
-        if os.path.isdir(root + folder):
-            _mount(call, "tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY,
-                   "size=4k,mode=755")
-    for outside, inside, writable in plan["binds"]:
-        if writable:
-            _bind(call, root, outside, inside, writable)
-    for device in ("null", "zero", "random", "urandom"):
-        _bind(call, root, f"/dev/{device}", f"/dev/{device}", True)
-    os.makedirs(root + "/proc")
-    _mount(call, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.chdir(root)
-    number = PIVOT_ROOT.get(platform.machine())
-    if number is None or libc.syscall(number, b".", b".") != 0:
-        raise OSError(ctypes.get_errno(), "pivot_root failed")
-    call("umount2", b".", MNT_DETACH)
-    os.chdir("/")
-    _mount(call, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    return libc
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-def drop_capabilities(libc):
-    """No capability left, none regained by exec (bounding set empty, no_new_privs)."""
-    for cap in range(64):
-        libc.prctl(24, cap, 0, 0, 0)                 # PR_CAPBSET_DROP
-    libc.prctl(47, 4, 0, 0, 0)                       # PR_CAP_AMBIENT_CLEAR_ALL
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-    if libc.prctl(38, 1, 0, 0, 0) != 0:              # PR_SET_NO_NEW_PRIVS
-        raise OSError(ctypes.get_errno(), "no_new_privs failed")
-
-
-def enter(argv):
-    """`sandbox.py PLAN -- COMMAND...`: build the root, drop privileges, run COMMAND."""
-    plan, command = json.loads(argv[0]), argv[2:]
-    libc = build_root(plan)
-    os.chdir(f"{INSIDE}/student" if os.path.isdir(f"{INSIDE}/student") else "/")
-    drop_capabilities(libc)
-    os.execv(command[0], command)
-
-
-if __name__ == "__main__":
-    enter(sys.argv[1:])

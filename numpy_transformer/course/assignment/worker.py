@@ -1,13 +1,13 @@
 """The grading worker: runs one part's tasks on a student's package, in a process of its own.
 
 The teacher's process (runner.py) copies the harness files (this file, harness.py,
-steps.py, scenarios_*.py, standins.py, repair.py, sandbox.py) into a fresh folder and
+steps.py, scenarios_*.py, standins.py, repair.py, private_root.py) into a fresh folder and
 starts, once per part,
 
     python -I -B HARNESS/worker.py STUDENT_DIR TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
 on a scratch copy of the student's package (STUDENT_DIR, also its working directory), with
-a time limit and a memory limit, in the private root of sandbox.py where Linux allows it
+time, memory, process and disk limits, in the private root of sandbox.py where Linux allows it
 (then the paths are /nt/harness, /nt/student and /nt/part, NumPy is at /nt/site, and
 nothing of the teacher's is there to be found).
 Before importing anything of the student's, the worker makes sure that no
@@ -131,14 +131,14 @@ def own_session():
 
 
 def write_results(outputs_path, outputs, status_path, status):
-    """Both result files, each written whole (into a ".part" file, then renamed)."""
+    """Both result files, written in place (in a private root each is a file bound writable
+    in a read-only folder: nothing can be created beside it), the status last: the grader
+    reads an empty or half-written status as no results."""
     import numpy as np
-    with open(outputs_path + ".part", "wb") as file:
+    with open(outputs_path, "wb") as file:
         np.savez(file, **outputs)
-    with open(status_path + ".part", "w", encoding="utf-8") as file:
+    with open(status_path, "w", encoding="utf-8") as file:
         json.dump(status, file)
-    os.replace(outputs_path + ".part", outputs_path)
-    os.replace(status_path + ".part", status_path)
 
 
 def main(argv):
