@@ -23,6 +23,7 @@ from ..data.config import DataConfig
 from ..data.datasets import DATASETS
 from ..errors import InputError
 from ..system.files import write_json
+from ..training.state import History
 from ..validation import message
 from .recipes import dataset_commands, multi30k_runs
 
@@ -149,21 +150,55 @@ def claims(kind, results, evaluated, settings=None):
 
 
 def summarize(run, folder):
-    """figures/<name>.json's content: what the run reached, how, and the README's phrases."""
+    """figures/<name>.json's content: what the run reached, how, the README's phrases, and
+    the training curves (so that the loss and learning-rate figures can be re-drawn once the
+    run folder is gone)."""
     config = run_config(folder)
     results = read_json(os.path.join(folder, "results.json"))
     evaluated = evaluations(folder)
+    history = History.load(os.path.join(folder, "history.json"))
     return {"name": run.name, "title": run.title, "commands": list(run.commands),
             "command_run": results["command"], "kind": config["kind"],
             "settings": config["settings"], "results": results, "evaluations": evaluated,
-            "claims": claims(config["kind"], results, evaluated, config["settings"])}
+            "claims": claims(config["kind"], results, evaluated, config["settings"]),
+            "history": _rounded(history.to_dict())}
+
+
+def _rounded(value, digits=6):
+    """`value` with every float at `digits` significant digits (a smaller JSON; the curves
+    drawn from it do not change at any figure's resolution)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v, digits) for v in value]
+    return value
+
+
+def stored_history(out, run):
+    """The History kept in figures/<name>.json by an earlier `figures --all`, or None."""
+    path = os.path.join(out, f"{run.name}.json")
+    if not os.path.isfile(path):
+        return None
+    record = read_json(path)
+    curves = record.get("history") if isinstance(record, dict) else None
+    return History(curves["train"], curves["eval"]) if isinstance(curves, dict) else None
+
+
+def redraw_curves(run, out, history, kind, label_smoothing):
+    """The loss and learning-rate figures of a run whose folder is gone, from its stored
+    curves (figures/<name>.json); the attention maps, which need the model, stay as they are."""
+    from ..training.plotting import save_figures
+    unit = "character" if kind == "lm" else "token"
+    return save_figures(out, history, prefix=f"{run.name}_", name=run.title, unit=unit,
+                        label_smoothing=label_smoothing)
 
 
 def draw_run(folder, out, *, prefix="", name=None):
     """Re-draw a run's figures from its folder (history.json, config.json, best.npz)."""
     from ..checkpoint import load_run
     from ..training.plotting import save_figures
-    from ..training.state import History
     config = run_config(folder)
     history = History.load(os.path.join(folder, "history.json"))
     model, toks, _ = load_run(os.path.join(folder, "best.npz"))
@@ -193,19 +228,27 @@ def attention_example(model, data):
 
 def write_all(out="figures", runs="runs", log=print, only=None):
     """Every README run's figures and JSON summary into `out` (or only the runs named in
-    `only`); returns the paths written. InputError naming every missing run folder (and its
-    command) before drawing anything."""
+    `only`); returns the paths written. A run whose folder is gone but whose curves
+    figures/<name>.json keeps gets its loss and learning-rate figures re-drawn from them
+    (nothing else changes). InputError naming every run that has neither (and its command)
+    before drawing anything."""
     todo = [(run, os.path.join(runs, run.folder)) for run in readme_runs()
             if not only or run.name in only]
-    missing = [(run, folder) for run, folder in todo
-               if not os.path.isfile(os.path.join(folder, "results.json"))]
+    gone = {run.name for run, folder in todo
+            if not os.path.isfile(os.path.join(folder, "results.json"))}
+    stored = {run.name: stored_history(out, run) for run, _ in todo if run.name in gone}
+    missing = [(run, folder) for run, folder in todo if run.name in gone and not stored[run.name]]
     if missing:
         lines = "; ".join(f"{folder} ({run.title}): " + " && ".join(run.commands)
                           for run, folder in missing)
         raise InputError(f"--all: expected a finished run (its results.json) in each folder of "
-                         f"the README's runs; missing: {lines}")
+                         f"the README's runs, or its curves in {out}/<name>.json; missing: "
+                         f"{lines}")
     paths = []
     for run, folder in todo:
+        if run.name in gone:
+            paths += _redraw_from_summary(run, out, stored[run.name], log)
+            continue
         if log is not None:
             log(f"{run.title}: re-drawing from {folder}")
         summary = summarize(run, folder)
@@ -213,3 +256,12 @@ def write_all(out="figures", runs="runs", log=print, only=None):
         summary["figures"] = [os.path.basename(p) for p in drawn]
         paths += drawn + [write_json(os.path.join(out, f"{run.name}.json"), summary)]
     return paths
+
+
+def _redraw_from_summary(run, out, history, log):
+    summary = read_json(os.path.join(out, f"{run.name}.json"))
+    if log is not None:
+        log(f"{run.title}: its run folder is gone; re-drawing the loss and learning rate "
+            f"from {os.path.join(out, run.name + '.json')}")
+    smoothing = (summary.get("settings") or {}).get("label_smoothing", 0.0)
+    return redraw_curves(run, out, history, summary.get("kind"), smoothing)

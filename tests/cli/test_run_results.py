@@ -143,3 +143,25 @@ def test_figures_run_redraws_one_run_into_its_folder(runs):
     assert "2 figures in" in out and (runs / "runs" / "lm" / "figures" / "loss.png").is_file()
     error(nt("figures", "--run", "runs/missing", cwd=runs), 2, "--run", "runs/missing")
     error(nt("figures", "--run", "runs/lm", "--all", cwd=runs), 2, "--all")
+
+
+def test_figures_all_redraws_the_curves_of_a_run_whose_folder_is_gone(runs, tmp_path):
+    """figures/<name>.json keeps the training curves, so the loss and learning-rate figures
+    can be re-drawn (new axes, say) after the run folder is deleted."""
+    figs = tmp_path / "figs"
+    ok(nt("figures", "--all", "--only", "shakespeare_lm", "--out", figs, "--runs",
+          runs / "runs", cwd=runs))
+    summary = json.loads((figs / "shakespeare_lm.json").read_text())
+    history = json.loads((runs / "runs" / "lm" / "history.json").read_text())
+    assert [r["step"] for r in summary["history"]["train"]] == [r["step"] for r in
+                                                                history["train"]]
+    assert summary["history"]["train"][-1]["loss"] == pytest.approx(
+        history["train"][-1]["loss"], rel=1e-5)
+    (figs / "shakespeare_lm_loss.png").unlink()
+    out = ok(nt("figures", "--all", "--only", "shakespeare_lm", "--out", figs, "--runs",
+                tmp_path / "no_runs", cwd=tmp_path))
+    assert "run folder is gone" in out and "2 figures in" in out
+    assert (figs / "shakespeare_lm_loss.png").stat().st_size > 1000
+    assert json.loads((figs / "shakespeare_lm.json").read_text()) == summary   # unchanged
+    error(nt("figures", "--all", "--only", "dates", "--out", figs, "--runs",
+             tmp_path / "no_runs", cwd=tmp_path), 2, "--all", "train --task dates")
