@@ -10,22 +10,28 @@ correct form.
   with --refuse-flagged each scores 0. The flags are in the table, the JSON and a hidden Gradescope test.
 - A lookup in expected.npz is reported as a file loaded; deleting the markers hides
   nothing (the whole graded function is read), nor does a helper the student added.
+- A correct backward computed in float32 (rel err ~1e-7) is called so, in the grader and
+  in the copy's check, not "a finite-difference gradient?" (which a finite difference
+  still gets).
 """
 
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from doors import nt
 from numpy_transformer.course.assignment.gradescope import gradescope_results
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.honesty import review
+from numpy_transformer.course.assignment.local_check import numeric_message
 from numpy_transformer.course.assignment.make import PACKAGE
 from numpy_transformer.course.assignment.right_bodies import RIGHT
 from test_assignment_diagnosis import ATTENTION, VARIANTS
 from test_assignment_grader import replace_regions
 from test_assignment_hidden import FILES, FORGED, LOOKUP
+from test_student_check import check
 
 COMPLEX_STEP = {    # qualname -> a backward by complex-step differentiation (h = 1e-30)
     "GELU.backward": """
@@ -155,3 +161,33 @@ def test_the_command_line_reports_and_refuses(solution_copy, tmp_path):
     assert done.returncode == 1 and "refused: " in done.stdout, done
     [part] = json.loads((tmp_path / "grade.json").read_text())["parts"]
     assert part["points"] == 0 and part["flags"][0]["path"] == "layers/activations.py"
+
+
+GELU_FLOAT32 = """
+x, t = self.saved_for_backward()
+x, t, dy = x.astype("float32"), t.astype("float32"), dy.astype("float32")
+du_dx = self.C * (1.0 + 3.0 * self.A * x**2)
+return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)"""
+FLOAT32 = "at float32 round-off: computed in float32? compute in the inputs' dtype"
+FINITE = "not exact: is this a finite-difference gradient?"
+
+
+def test_float32_round_off_is_told_from_a_finite_difference():
+    want = np.random.default_rng(0).normal(size=(4, 5))
+    as_float32 = want.astype(np.float32).astype(np.float64)
+    err = np.abs(as_float32 - want).max() / np.abs(want).max()
+    assert 1e-9 < err < 1e-6 and FLOAT32 in numeric_message("dx", want, as_float32, err)
+    rounded_late = want * (1 + 3e-8 * np.sign(want))          # float32 steps in between
+    assert FLOAT32 in numeric_message("dx", want, rounded_late, 3e-8)
+    finite = want + 2e-9 * np.abs(want).max()                 # off by the same amount
+    assert FINITE in numeric_message("dx", want, finite, 2e-9)
+    assert FINITE in numeric_message("dx", want, want + 1e-13, 1e-13 / np.abs(want).max())
+
+
+def test_a_float32_backward_is_called_so(solution_copy, tmp_path):
+    copy = fresh(solution_copy, tmp_path)
+    replace_regions(copy, {"GELU.backward": GELU_FLOAT32})
+    [result] = grade(copy, parts=["gelu"], seed=2).parts
+    assert result.points == 0 and FLOAT32 in result.message and FINITE not in result.message
+    status, lines = check(copy, "gelu")
+    assert status == 1 and FLOAT32 in lines["gelu"], lines

@@ -33,6 +33,7 @@ PACKAGE = __name__.split(".")[0]        # the package under check: the copy's ow
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected.npz"
 NUMERIC = 1e-6      # closer than this but not exact: numerics, not derivation
+FLOAT32_EPS = float(np.finfo(np.float32).eps)      # 1.2e-7: float32's round-off
 
 # A composite part runs these parts' code too: when one of them fails, check it first.
 USES = {
@@ -115,10 +116,27 @@ def compare(name, want, have, tolerance, inputs, args):
     if err <= tolerance:
         return ""
     if err <= NUMERIC:
-        return (f"{name} is numerically close (rel err {err:.1e}), not exact: is this a "
-                "finite-difference gradient?")
+        return numeric_message(name, want, have, err)
     seen = diagnose(name, key, want, have, inputs, args)
     return f"{name} (rel err {err:.1e})" + (f": {seen}" if seen else "")
+
+
+def float32_like(want, have):
+    """`have` (float64) looks computed in float32: every value is a float32, or every value
+    is within a few float32 roundings of `want` (a finite difference is off by an amount
+    that does not shrink with the value)."""
+    if np.array_equal(have.astype(np.float32).astype(have.dtype), have):
+        return True
+    return bool(np.all(np.abs(have - want) <= 16 * FLOAT32_EPS * np.abs(want)))
+
+
+def numeric_message(name, want, have, err):
+    """The message of an array `have` within NUMERIC of `want` but outside the tolerance."""
+    if float32_like(want, have) and err >= FLOAT32_EPS / 16:
+        return (f"{name} is numerically close (rel err {err:.0e}) at float32 round-off: "
+                "computed in float32? compute in the inputs' dtype")
+    return (f"{name} is numerically close (rel err {err:.1e}), not exact: is this a "
+            "finite-difference gradient?")
 
 
 def run_check(check, arrays):

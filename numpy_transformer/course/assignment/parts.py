@@ -15,7 +15,8 @@ A check passes when every compared array of every task has the expected shape,
 is finite and agrees within the check's tolerance (1e-12, float64 round-off: the
 catalogue's correct forms reach 2.2e-16 at most). Its points are all or nothing.
 An array within 1e-6 but outside the tolerance is reported as numerically
-close (a finite-difference gradient lands at 1e-11 to 1e-8): no points. A wrong
+close (a finite-difference gradient lands at 1e-11 to 1e-8; one computed in float32
+at float32 round-off, ~1e-7, and is called so): no points. A wrong
 array's message says how it relates to the expected one (diagnose.py). A task that raised
 NotImplementedError fails its check as "not implemented"; a part whose every
 check is so is reported "not implemented: <the stub's message>".
@@ -32,7 +33,7 @@ from ...errors import InputError
 from . import checks_layers, checks_models, checks_training
 from .diagnose import diagnose, error_hint, import_failure
 from .harness import Draw, Read, run_task, task_seed
-from .local_check import label
+from .local_check import label, numeric_message
 from .registry import PARTS, TITLES, validate_parts  # noqa: F401
 from .standins import StandIns
 
@@ -157,9 +158,8 @@ def compare(expected, got, keys, tolerance, inputs=None, args=None):
 
 def wrong_array(name, want, have, err, task):
     """The message of an array outside the tolerance: numerically close, or diagnosed."""
-    if err <= NUMERIC:
-        return (f"{label(name)} is numerically close (rel err {err:.1e}), not exact: is this "
-                "a finite-difference gradient?")
+    if err <= NUMERIC:              # float32 round-off, or a finite difference
+        return numeric_message(label(name), want, have, err)
     seen = diagnose(label(name), name, want, have, *task)
     if name == "dropout.draws":
         return seen or f"{label(name)}: {int(have.max())}, expected {int(want.max())}"
