@@ -75,8 +75,10 @@ def grade_command(dirs, json_out=None, gradescope_out=None, visibility=None, csv
     are graded at once (classrun.py); `report` is the class summary's folder (report.py)."""
     from .grade import grade_assignment
     from .parts import validate_parts
+    from .classrun import check_jobs
     dirs = list(dirs)
     _check_request(dirs, json_out, gradescope_out, visibility, csv_out)
+    check_jobs(jobs)
     if len(dirs) == 1 and gradescope_out is None and csv_out is None and report is None:
         return grade_assignment(dirs[0], json_out=json_out, parts=parts, timeout=timeout,
                                 out=out, teacher=teacher, **grading)
