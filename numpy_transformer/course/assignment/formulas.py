@@ -10,60 +10,54 @@ registry.py): the copy must hold none of them.
 
 import re
 
+from .meaning import holds
 from .registry import LESSONS, PARTS
 
-# Regular expressions matched against a line with its
-# whitespace runs made one space. A student copy holds none of the stubbed parts' (its
-# docstrings, hints, lessons and grader messages are stripped of them: make.py, and
-# tests/course/test_assignment_leaks.py scans every file of a copy); a teacher's copy keeps them.
+# Each part's key formulas, each written once in one of its spellings and read by meaning
+# (meaning.py): "dy W^T" is also found in "dy @ W.T", "dout times the transposed weight",
+# "\\frac{\\partial L}{\\partial y} W^\\top". A key in braces holds names that, all in one
+# sentence in any order, state the formula ("{pe dropout backward constant}"); "a|b" is
+# either name. A student copy holds none of the stubbed parts' (its docstrings, hints,
+# lessons and grader messages are stripped of them: strip.py; tests/course/
+# test_assignment_leaks.py reads every file of a copy and every grader message); a
+# teacher's copy keeps them.
 FORMULAS = {
-    "linear": (r"d[XYxy]\\?,? ?W\^\\top", r"[Xx]\^\\top ?d[Yy]", r"x\^T dy", r"x\.T @ dy",
-               r"dy W\^T", r"dy @ (self\.)?W\.T", r"dy\^T x", r"dy E\b", r"dW = x"),
-    "layernorm": (r"mean\}?\(g ?\\odot", r"d\\gamma = ", r"g - \\mathrm\{mean\}\(g\)",
-                  r"\(g \* xhat\)\.mean", r"g\.mean\(-1", r"mean\(g \* xhat\)",
-                  r"g_?k? - mean\(g\)", r"dgamma = sum", r"dxhat_j/dx_k", r"r \(g",
-                  r"mean_g_xhat"),
-    "softmax": (r"dA - \\(text|mathrm)\{rowsum\}", r"A ?\\odot ?(\\big)?\(dA",
-                r"p_i \(delta_ij - p_j\)", r"diag\(p\) - p p\^T", r"\(dp - ", r"dA - rowsum",
-                r"A \* \(dA", r"sum\(dp \* p"),
-    "gelu": (r"1 - t\^2", r"1 - t\*\*2", r"0\.5 \(1 \+ t\)", r"3 \* 0\.044715 x\^2",
-             r"1\.0 \+ 3\.0 \* self\.A"),
-    "dropout": (r"m / \(1 - p\)", r"dy \* m\b", r"dy \* mask", r"dx = dy \* "),
-    "attention": (r"dS [Kk]\b", r"dS\^T [Qq]", r"A\^T dO", r"dO [Vv]\^T", r"A\^\\top ?dO",
-                  r"dO\\?,? ?V\^\\top", r"dS\\?,? ?K\b", r"dS\^\\top ?Q", r"dS K", r"dS\^T Q",
-                  r"A'\^T dO", r"dO V\^T", r"dscores @ k", r"dropped\.swapaxes",
-                  r"dout @ v\.swapaxes"),
-    "multihead_attention": (r"d[QKV]\\?,? ?W_[qkv]\^\\top", r"dQ W_q\^T", r"dK W_k\^T",
-                            r"dV W_v\^T"),
-    "mla": (r"dc\\?,? ?W_c\^\\top", r"dK W_k_decompress\^T", r"dV W_v_decompress\^T",
-            r"dc W_kv_compress\^T", r"dv = 0"),
-    "feedforward": (r"dh = linear_2\.backward", r"dx = linear_1\.backward"),
-    "embedding": (r"SUM of multiplier \* dy", r"add\.at\(expected", r"dW\[v\] = ",
-                  r"add\.at\(self\.grads", r"add\.at\(dW", r"dW\[ids\[b, t\]\] \+="),
-    "positional_encoding": (r"dx = Dropout backward", r"exp\(2i \* -\(log\(10000\)"),
-    "cross_entropy": (r"\(p - onehot\)", r"softmax\(logits\) - (q|xp\.eye)", r"= p - q",
-                      r"\(p - q\) ?/ ?N", r"p_k - q_k", r"dloss \* \(p - q\)",
-                      r"dlogits = \(?p - "),
-    "adam": (r"g \+ wd p\b", r"\\beta_1 m \+ \(1 ?- ?\\beta_1\)",
-             r"\\beta_2 v \+ \(1 ?- ?\\beta_2\)", r"g \+ \\lambda ?\\theta",
-             r"1 ?- ?\\beta_[12]\^t", r"1 - b[12]\*\*t", r"m_t = b1 m_\{t-1\}",
-             r"v_t = b2 v_\{t-1\}", r"1 - b1\^t", r"1 - b2\^t", r"g_t <- g_t \+ wd",
-             r"\(1 - b1\) g", r"\(1 - b2\) g"),
-    "adamw": (r"\(1 - \\eta ?\\lambda\)", r"p \(1 - lr wd\)", r"p \* \(1 - lr \* wd\)",
-              r"1 - lr \* weight_decay", r"1 - self\.lr \* (self\.)?weight_decay"),
-    "encoder_stack": (r"gradient is dq \+ dk \+ dv",),
-    "decoder_stack": (r"dmemory = dk \+ dv", r"dmemory is the SUM",
-                      r"\(dk \+ dv\) are the gradient", r"dq \+ dk \+ dv\)"),
+    "linear": ("dy W^T", "dx = W^T dy", "x^T dy", "dy^T x", "{db sum dy}"),
+    "layernorm": ("g - mean(g)", "mean(g xhat)", "(g * xhat).mean", "xhat mean(g",
+                  "{dgamma sum xhat}", "{dbeta sum dy}", "dxhat_j/dx_k"),
+    "softmax": ("p (dp - sum", "dp - sum(dp p)", "A (dA - rowsum", "diag(p) - p p^T",
+                "p_i (delta_ij - p_j)", "{jacobian diag p}"),
+    "gelu": ("1 - t^2", "1 - tanh^2", "sech^2", "3 * 0.044715 x^2", "0.134145",
+             "1 + 3 A x^2", "0.5 (1 + t) + 0.5 x"),
+    "dropout": ("dy * m / (1 - p)", "dy * m * scale", "dx = dy * mask", "x * m / (1 - p)",
+                "dy / (1 - p)", "{dy mask keep}"),
+    "attention": ("A^T dO", "dO V^T", "dq = dS K", "dS^T Q", "dk = Q^T dS"),
+    "multihead_attention": ("dQ W_q^T", "dK W_k^T", "dV W_v^T",
+                            "w_o split attention merge", "{merge heads transpose}"),
+    "mla": ("dK W_k_decompress^T", "dV W_v_decompress^T", "dc W_kv_compress^T",
+            "dK w_k_decompress + dV w_v_decompress", "{dc w_k_decompress w_v_decompress}",
+            "dv = 0"),
+    "feedforward": ("linear_2 dropout activation linear_1 backward",
+                    "backward linear_2 dropout activation linear_1",
+                    "dh = linear_2.backward", "dx = linear_1.backward"),
+    "embedding": ("add.at(dW, ids, dy)", "dW[ids] += dy", "{sum dy ids|id|token}", "{dw|row sum dy id|ids|token}",
+                  "{scatter-add embedding gradient}", "{multiplier dy sum}"),
+    "positional_encoding": ("10000^", "log(10000)", "{sin cos 10000}",
+                            "dx = Dropout backward", "{pe|positional|table dropout "
+                            "backward|dx|gradient constant|only|just}"),
+    "cross_entropy": ("p - onehot", "dlogits = p - q", "= p - q", "(p - q) / N", "p_k - q_k",
+                      "dloss * (p - q)", "p - 1 target|targets|correct"),
+    "adam": ("1 - b1^t", "1 - b2^t", "b1 m + (1 - b1) g", "b2 v + (1 - b2) g^2",
+             "m_hat / (sqrt(v_hat) + eps)", "g + wd p|w", "g_t <- g_t + wd", "adds wd p to g"),
+    "adamw": ("1 - lr wd", "-= lr wd", "p - lr wd p", "{lr wd p shrink|shrinks|decays}"),
+    "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first"),
+    "decoder_stack": ("dmemory = dk + dv", "dmemory sum", "cross-attention dk + dv"),
 }
-
-COMPILED = {part: re.compile("|".join(f"(?:{f})" for f in found))
-            for part, found in FORMULAS.items()}
 
 
 def formula_hits(line, parts=PARTS):
-    """The parts among `parts` one of whose key formulas the text `line` holds."""
-    code = " ".join(line.split())
-    return [p for p in parts if COMPILED[p].search(code)]
+    """The parts among `parts` one of whose key formulas the text `line` holds, by meaning."""
+    return [p for p in parts if holds(line, FORMULAS[p])]
 
 
 def redact(message, part):

@@ -6,6 +6,10 @@
     where_hint(region)            a stub's hint: where to read up, not what to write
     strip_fast_forms(package, parts)  the parts' fast forms (FAST_FORMS) become their plain call
 
+A lesson's paragraph that states a formula may carry its student copy's question, a line
+`<!-- student: What does ...? -->` inside the paragraph (hidden when the reference is
+rendered): the copy asks it where the paragraph was.
+
 A docstring is cut into blocks: a line at the docstring's own indentation that starts
 like a heading ("Backward:", "Saved:", "Input: with g = ...") or follows a blank line
 opens one; more indented lines and lower-case continuations belong to it. Every block
@@ -18,12 +22,13 @@ import json
 import re
 from pathlib import Path
 
-from .formulas import COMPILED, formula_hits
+from .formulas import formula_hits
 from .registry import LESSONS
 
 HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
 COMMENT = re.compile(r"\s*#[^\"']*$")
 LIST_ITEM = re.compile(r"^\s*([-*]|\d+\.) ")
+STUDENT = re.compile(r"^\s*<!-- student:\s?(.*?)\s*-->\s*$")   # a lesson's question for a copy
 UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
 # A part's fast forms, (file, function, its plain call): named drop-ins that compute the
 # part's answer another way, for training. A copy that stubs the part holds none of them.
@@ -45,7 +50,10 @@ def where_hint(region, parts):
     """The hint of a stubbed region: for a graded part's, where to look, not what to write;
     for a lesson's exercise, its own hint unless that states a formula of `parts`."""
     if not region.part:
-        return region.hint if not formula_hits(region.hint, parts) else "see the text above"
+        found = formula_hits(region.hint, parts)
+        return region.hint if not found else (
+            f"its hint is left out of this copy: it states the answer of assignment part "
+            f"{found[0]} ({LESSONS[found[0]]})")
     return f"write this part (see {LESSONS[region.part]} and the docstrings in this file)"
 
 
@@ -86,7 +94,7 @@ def strip_docstring(lines, parts):
     in place of the first of them."""
     cut, hit, found = set(), [], blocks(lines)
     for k, block in enumerate(found):
-        parts_here = [p for i in block for p in formula_hits(lines[i], parts)]
+        parts_here = formula_hits(" ".join(lines[i] for i in block), parts)
         if not parts_here:
             continue
         cut.update(block)
@@ -151,17 +159,24 @@ def prose_blocks(lines):
 
 
 def strip_prose(lines, parts):
-    """Markdown lines less each block that holds a formula of `parts`: one sentence (a list
-    item's marker kept) says what to derive."""
+    """Markdown lines less each block that holds a formula of `parts`. In its place, the
+    block's own question for a student copy (a line `<!-- student: ... -->` in the block:
+    hidden in the reference; `<!-- student: -->` leaves nothing), else one sentence (a list
+    item's marker kept) saying what to derive."""
     out, cut = list(lines), set()
     for block in prose_blocks(lines):
-        hit = list(dict.fromkeys(p for i in block for p in formula_hits(lines[i], parts)))
+        asks = [STUDENT.match(lines[i]) for i in block]
+        text = " ".join(lines[i] for i, ask in zip(block, asks) if not ask)
+        hit = formula_hits(text, parts)
         if hit:
             item = LIST_ITEM.match(lines[block[0]])
-            out[block[0]] = ((item.group(0) if item else "") + "*Derive this yourself (assignment"
-                             f" part{'s' if len(hit) > 1 else ''} {', '.join(hit)}: this step"
-                             " is left out of the student copy).*")
+            generic = (f"*Derive this yourself (assignment part{'s' if len(hit) > 1 else ''} "
+                       f"{', '.join(hit)}: this step is left out of the student copy).*")
+            question = " ".join(ask.group(1) for ask in asks if ask)
+            out[block[0]] = (item.group(0) if item else "") + (question if any(asks) else generic)
             cut.update(block[1:])
+        else:
+            cut.update(i for i, ask in zip(block, asks) if ask)
     return [line for i, line in enumerate(out) if i not in cut]
 
 
@@ -217,7 +232,11 @@ def strip_copy(root, parts):
 
 
 def strip_inline(line, parts):
-    """A line (a table row, say) with each formula of `parts` in it replaced by "(derive it)"."""
-    for part in formula_hits(line, parts):
-        line = COMPILED[part].sub("(derive it)", " ".join(line.split()))
-    return line
+    """A line (a table row, say) with each cell holding a formula of `parts` made
+    "(derive it)"; a line that is no table row goes whole."""
+    if not formula_hits(line, parts):
+        return line
+    if line.count("|") < 2:
+        return "(derive it)"
+    cells = line.split("|")
+    return "|".join(" (derive it) " if formula_hits(cell, parts) else cell for cell in cells)
