@@ -156,8 +156,8 @@ def limits_line(box, groups, timeout, total_timeout, memory_mb):
                           "does not bind the grader's user here)")
         memory = (f"{memory_mb} MiB of memory per process (RLIMIT_AS), "
                   + (f"{PROCESSES} x {memory_mb} MiB in all" if nproc else "not in all"))
-    disk = (f"{DISK_MB} MiB of disk for its copy and /tmp (a tmpfs), result files "
-            f"{MAX_RESULT_MB} MiB" if box.level == "root"
+    disk = (f"{DISK_MB} MiB of disk for its copy and /tmp (a tmpfs; its two result files "
+            f"{MAX_RESULT_MB} MiB each)" if box.level == "root"
             else f"disk {MAX_RESULT_MB} MiB per file, not in all (RLIMIT_FSIZE; no private "
                  "root)")
     return (f"limits per part: {network}, {processes}, {memory}, {disk}, {timeout:g} s of time; "

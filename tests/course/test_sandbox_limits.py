@@ -1,0 +1,253 @@
+"""A part is bounded in everything it could use: the network, processes, disk, memory, time,
+and the packages it could import (issue 37, section 3).
+
+Each probe is code planted at the start of GELU.backward that raises a RuntimeError
+saying what it found; the part's message carries it. Where it matters, the same probe is
+run outside the sandbox first, to show it does reach what the sandbox denies.
+"""
+
+import errno
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy
+import pytest
+
+from doors import nt
+from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.limits import part_groups
+from numpy_transformer.course.assignment.make import PACKAGE
+from numpy_transformer.course.assignment.sandbox import DISK_MB, PROCESSES
+from test_assignment_grader import fresh
+from test_grader_survives import BOX, prepend
+
+needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
+GROUPS = part_groups()
+needs_cgroup = pytest.mark.skipif(not GROUPS.parents, reason=f"no cgroup: {GROUPS.why}")
+
+
+def probed(solution_copy, tmp_path, code, **options):
+    """The message of GELU's part, graded with `code` planted at the start of its backward."""
+    copy = fresh(solution_copy, tmp_path)
+    prepend(copy, "GELU.backward", code)
+    report = grade(copy, parts=["gelu"], **options)
+    [result] = report.parts
+    assert result.points == 0, result
+    return result.message, report
+
+
+def run_outside(code):
+    """What `code` raises when run here, outside any sandbox (its RuntimeError's text)."""
+    with pytest.raises(RuntimeError) as raised:
+        exec(code, {})                                  # noqa: S102 - the test's own probe
+    return str(raised.value)
+
+
+CONNECT = '''import socket
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=5) as conn:
+        said = conn.recv(16).decode()
+except OSError as err:
+    raise RuntimeError("NET refused: " + type(err).__name__ + ": " + str(err))
+raise RuntimeError("NET connected: " + said)'''
+
+
+@pytest.fixture
+def loopback_server():
+    """A TCP server on this host's 127.0.0.1 that greets whoever connects; its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"hello")
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.skipif(BOX.level not in ("root", "pid"), reason=BOX.line)
+def test_a_part_cannot_reach_the_grading_hosts_loopback(solution_copy, tmp_path,
+                                                        loopback_server):
+    """Protection: the network namespace of each worker (loopback only, down)."""
+    code = CONNECT.format(port=loopback_server)
+    assert run_outside(code) == "NET connected: hello"          # the server answers here
+    message, report = probed(solution_copy, tmp_path, code)
+    assert "NET refused: " in message and "NET connected: hello" not in message, message
+    assert "no network (a network namespace of its own)" in report.warning
+
+
+FORKS = '''import os, time
+started = 0
+try:
+    for _ in range(300):
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        started += 1
+except OSError as err:
+    raise RuntimeError(f"FORK stopped after {started}: {err}")
+raise RuntimeError("FORK all 300 started")'''
+
+
+@pytest.mark.skipif(not (GROUPS.parents or (BOX.level != "none" and os.geteuid() != 0)),
+                    reason="neither a cgroup nor a binding RLIMIT_NPROC here")
+def test_a_part_that_forks_300_times_is_stopped(solution_copy, tmp_path):
+    """Protection: the cgroup's pids.max, or RLIMIT_NPROC in the part's user namespace."""
+    message, report = probed(solution_copy, tmp_path, FORKS)
+    stopped = re.search(r"FORK stopped after (\d+)", message)
+    assert stopped and int(stopped[1]) < PROCESSES, message
+    assert f"a part may run at most {PROCESSES} processes" in message
+    assert f"{PROCESSES} processes" in report.warning
+
+
+WRITES = '''import os, sys, tempfile
+written, errors = {}, []
+for name, folder in (("copy", os.getcwd()), ("tmp", tempfile.gettempdir()),
+                     ("part", os.path.dirname(sys.argv[-1]))):
+    written[name] = 0
+    try:
+        for index in range(20):                         # 20 files of 30 MiB: 600 MiB
+            with open(os.path.join(folder, f"filler-{index}"), "wb") as file:
+                for _ in range(30):
+                    file.write(bytes(1 << 20))
+                    written[name] += 1
+    except OSError as err:
+        errors.append(err)
+said = " ".join(f"{k}={v}" for k, v in written.items())
+raise RuntimeError(f"DISK {said} errors={[e.errno for e in errors]}: {errors[0].strerror}")'''
+
+
+@needs_private_root
+def test_writing_600_mib_fails_everywhere_a_part_can_write(solution_copy, tmp_path):
+    """Protection: the one tmpfs of DISK_MB MiB holding the scratch copy and /tmp; the
+    part's folder read-only."""
+    message, report = probed(solution_copy, tmp_path, WRITES)
+    found = re.search(r"DISK copy=(\d+) tmp=(\d+) part=(\d+) errors=\[([\d, ]*)\]", message)
+    assert found, message
+    copy, tmp, part = map(int, found.groups()[:3])
+    assert copy + tmp <= DISK_MB and part == 0, message        # one budget for both
+    assert [int(e) for e in found[4].split(",")] == [errno.ENOSPC, errno.ENOSPC, errno.EROFS]
+    assert f"No space left on device (a part may write at most {DISK_MB} MiB in all)" in message
+    assert f"{DISK_MB} MiB of disk" in report.warning
+
+
+CHILDREN = '''import os, time
+import numpy as np
+read_end, write_end = os.pipe()
+for _ in range(3):
+    if os.fork() == 0:
+        held = np.ones(150_000_000)                     # 1.2 GB, every page touched
+        os.write(write_end, b"x")
+        time.sleep(3)
+        os._exit(0)
+os.close(write_end)
+holding = 0
+while os.read(read_end, 1):
+    holding += 1
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+raise RuntimeError(f"MEMORY {holding} of 3 children held 1.2 GB at once")'''
+
+
+@needs_cgroup
+def test_three_children_of_1_2_gb_cannot_all_run(solution_copy, tmp_path):
+    """Protection: the part's memory cgroup (2048 MiB for all its processes); each child
+    alone is under the per-process limit, as outside, where all three run."""
+    outside = subprocess.run([sys.executable, "-c", f"import resource; resource.setrlimit("
+                              f"resource.RLIMIT_AS, (2048 << 20, 2048 << 20))\n{CHILDREN}"],
+                             capture_output=True, text=True, timeout=120)
+    assert "MEMORY 3 of 3" in outside.stderr, outside.stderr[-2000:]
+    message, report = probed(solution_copy, tmp_path, CHILDREN)
+    assert "MEMORY 3 of 3" not in message, message
+    assert "ran out of memory" in message or "of 3 children held" in message, message
+    assert "2048 MiB of memory for all its processes (a cgroup)" in report.warning
+
+
+def test_the_whole_submission_has_a_time_limit(solution_copy, tmp_path):
+    """Protection: grade's total_timeout: the part running when it is spent is stopped, the
+    parts after it are not run; each scores 0 saying so."""
+    copy = fresh(solution_copy, tmp_path)
+    prepend(copy, "Linear.backward", "import time\ntime.sleep(30)")
+    start = time.monotonic()
+    report = grade(copy, parts=["linear", "gelu", "softmax"], total_timeout=4)
+    assert time.monotonic() - start < 25, "the total limit did not stop the part"
+    linear, gelu, softmax = report.parts
+    assert linear.points == 0 and "the submission's total time limit (4 s) was reached" in \
+        linear.message, linear
+    for result in (gelu, softmax):
+        assert result.points == 0 and result.message == (
+            "not run: the submission's total time limit (4 s) was spent before this part")
+    assert "; 4 s for the whole submission" in report.warning
+
+
+def test_the_total_time_limit_is_an_option_and_every_output_names_the_limits(solution_copy,
+                                                                            tmp_path):
+    copy = fresh(solution_copy, tmp_path)
+    done = nt("assignment", "grade", copy, "--parts", "gelu", "--timeout", "30",
+              "--total-timeout", "90", "--json", tmp_path / "grade.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [line] = [s for s in done.stdout.splitlines() if s.startswith("sandbox: ")]
+    for words in ("limits per part: ", "network", "processes", "MiB of memory", "disk",
+                  "30 s of time; 90 s for the whole submission"):
+        assert words in line, line
+    assert json.loads((tmp_path / "grade.json").read_text())["sandbox"] == line
+    nt("assignment", "grade", copy, "--parts", "gelu", "--gradescope",
+       tmp_path / "results.json", cwd=tmp_path)
+    said = json.loads((tmp_path / "results.json").read_text())["output"]
+    assert ", 60 s of time; 600 s for the whole submission" in said, said
+
+
+IMPORT_BESIDE = '''import sys
+sys.path.append({site!r})
+try:
+    import pytest
+except ImportError as err:
+    raise RuntimeError("BASE no pytest: " + str(err))
+raise RuntimeError("BASE imported pytest from " + pytest.__file__)'''
+
+
+@needs_private_root
+def test_a_venvs_base_site_packages_cannot_be_imported(solution_copy, tmp_path):
+    """Protection: of the workers' Python only the standard library and NumPy are bound;
+    every site-packages of the virtual environment and of its base is hidden. The grader
+    runs from a venv whose own site-packages is empty but for a .pth naming the base's (as
+    a pyenv or conda base with a venv on top); pytest is installed in that base."""
+    site = str(Path(pytest.__file__).resolve().parents[1])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    [own_site] = venv.glob("lib/python3*/site-packages")
+    (own_site / "base.pth").write_text(
+        f"{Path(numpy.__file__).resolve().parents[1]}\n{PACKAGE.parent}\n")
+    python = str(venv / "bin" / "python")
+    code = IMPORT_BESIDE.format(site=site)
+    here = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "BASE imported pytest" in here.stderr, here.stderr              # outside: found
+    copy = fresh(solution_copy, tmp_path)
+    prepend(copy, "GELU.backward", code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([python, "-m", "numpy_transformer", "assignment", "grade", str(copy),
+                           "--parts", "gelu", "--json", str(tmp_path / "grade.json")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    [result] = json.loads((tmp_path / "grade.json").read_text())["parts"]
+    assert "BASE no pytest" in result["message"], done.stdout + done.stderr
