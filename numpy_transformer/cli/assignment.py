@@ -5,7 +5,8 @@ and, in a student copy, `check` its parts.
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
         [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N] [--refuse-flagged]
         [--timeout SECONDS] [--total-timeout SECONDS]
-    python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv
+    python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv [--jobs N]
+        [--report SUMMARY_DIR]
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
 
@@ -15,7 +16,7 @@ a DIR that is not a student copy, bad markers) ends as every command's does:
 `error: ...` and exit status 2.
 """
 
-from .options import add_common, nonnegative_int, positive_float
+from .options import add_common, nonnegative_int, positive_float, positive_int
 from .outputs import check_outputs, overwrite_option
 
 
@@ -26,9 +27,12 @@ def _run_make(args):
 
 def _run_grade(args):
     from ..course.assignment.grade_outputs import grade_command
-    check_outputs({"--json": args.json, "--gradescope": args.gradescope, "--csv": args.csv},
+    from ..course.assignment.classrun import class_files
+    check_outputs({"--json": args.json, "--gradescope": args.gradescope, "--csv": args.csv,
+                   **class_files(args.csv, args.report)},
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
     return grade_command(args.dirs, json_out=args.json, gradescope_out=args.gradescope,
+                         jobs=args.jobs, report=args.report,
                          visibility=args.visibility, csv_out=args.csv, parts=args.parts,
                          timeout=args.timeout, teacher=args.teacher,
                          refuse_flagged=args.refuse_flagged, seed=args.seed,
@@ -63,7 +67,8 @@ def _add_grade(commands):
         description="Grade each DIR, a copy made by `assignment make`: run its parts in "
         "worker processes against the reference's outputs, print each part's points, and exit "
         "with status 1 below full marks; optionally write the scores as JSON, Gradescope's "
-        "results.json or a class table (CSV).")
+        "results.json or a class table (CSV, with a JSON of every check beside it), grading "
+        "--jobs folders at once, and a class summary page for the teacher (--report).")
     grade.add_argument("dirs", nargs="+", metavar="DIR", help="folders made by `assignment make`")
     grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON to FILE")
     grade.add_argument("--gradescope", metavar="FILE",
@@ -72,7 +77,18 @@ def _add_grade(commands):
                        help=VISIBILITY_HELP + "; needs --gradescope")
     grade.add_argument("--csv", metavar="FILE",
                        help="write a class table to FILE: one row per DIR, each part's points "
-                            "and the total")
+                            "and the total; and beside it FILE's .json (class.csv: class.json) "
+                            "with every part's checks and messages")
+    grade.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                       help="grade N folders at once, each in a grader process of its own "
+                            "(each part still in its own sandboxed worker; the same results "
+                            "and order as --jobs 1; default 1)")
+    grade.add_argument("--report", metavar="SUMMARY_DIR",
+                       help="write the class summary for the teacher: SUMMARY_DIR/index.html "
+                            "(the score distribution, each part's pass rate, its most common "
+                            "diagnosed causes, pairs of similar solutions) and its figures; "
+                            "needs matplotlib and copydetect (pip install "
+                            "'numpy_transformer[course]')")
     grade.add_argument("--parts", nargs="+", metavar="PART",
                        help="grade only these parts (default: the copy's)")
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
@@ -88,7 +104,8 @@ def _add_grade(commands):
     grade.add_argument("--teacher", action="store_true",
                        help="keep the parts' formulas in the messages (a student's report, "
                             "and so Gradescope's, shows none)")
-    overwrite_option(grade, "the files of --json, --gradescope and --csv")
+    overwrite_option(grade, "the files of --json, --gradescope, --csv (and its .json) and "
+                            "--report")
     add_common(grade, threads=False)     # the workers run on one thread
     grade.set_defaults(run=_run_grade)
 

@@ -270,3 +270,21 @@ def _workers(root):
         family, grew = family | more, bool(more)
     return [pid for pid in family if "worker.py" in lines.get(pid, "")
             and "unshare" not in lines[pid] and "sandbox.py" not in lines[pid]]
+
+
+def test_the_command_line_keeps_the_class_files_of_before(base, tmp_path):
+    """--csv's JSON and --report's page are output files: none is replaced without
+    --overwrite, and the refusal comes before any grading."""
+    copies = [str(shutil.copytree(base, tmp_path / n)) for n in ("a", "b")]
+    (tmp_path / "class.json").write_text("{}")
+    command = [sys.executable, "-m", "numpy_transformer", "assignment", "grade", *copies,
+               "--csv", str(tmp_path / "class.csv"), "--jobs", "2", "--parts", *PARTS]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--csv's JSON" in done.stderr and "--overwrite" in done.stderr
+    (tmp_path / "class.json").unlink()
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "index.html").write_text("mine")
+    done = subprocess.run(command + ["--report", str(tmp_path / "report")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--report's index.html" in done.stderr
+    assert (tmp_path / "report" / "index.html").read_text() == "mine"

@@ -165,6 +165,21 @@ def json_beside(csv_path):
     return (root if ext.lower() == ".csv" else str(csv_path)) + ".json"
 
 
+def class_files(csv_path, report):
+    """{what: file} a class run writes besides the CSV, for the command line's checks of its
+    output files (none is overwritten without --overwrite)."""
+    files = {}
+    if csv_path:
+        files["--csv's JSON"] = json_beside(csv_path)
+    if report:
+        if os.path.exists(report) and not os.path.isdir(report):
+            raise InputError(f"--report: expected a folder (new, or one to write the summary "
+                             f"into), got the file {str(report)!r}")
+        files.update({f"--report's {name}": os.path.join(report, name)
+                      for name in ("index.html", "scores.png", "pass_rates.png")})
+    return files
+
+
 def class_json(graded, parts, similar=None):
     """class.json: every folder with every part's checks and messages, and the sandbox line
     (the first graded folder's: one grader, one machine). `similar`: the similarity pairs,
