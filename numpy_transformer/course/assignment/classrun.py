@@ -22,6 +22,10 @@ ends; this process waits for them, then raises KeyboardInterrupt, before any
 output file is written. A grader process that dies costs its folders only: they
 are reported as not graded, with the exit status.
 
+Fresh interpreters import the calling script again: a script of your own that
+grades with jobs > 1 must do so under `if __name__ == "__main__":` (multiprocessing's
+rule; `python -m numpy_transformer` and the `numpy-transformer` command are safe).
+
 Where the workers run as one unprivileged user (sandbox level "user": every
 process of that user is killed after each part), two graders would kill each
 other's workers, so jobs > 1 is refused there.

@@ -11,8 +11,11 @@ row per DIR: `student` (the folder's name; the path relative to the folders'
 common parent when two names clash), each part's points, `total`, `max_points`
 and `message` (why a DIR could not be graded, else empty). A DIR that cannot be
 graded (not a student copy, a damaged assignment.json, ...) does not stop the
-class: its row has empty points and the reason.
-No output holds an absolute path.
+class: its row has empty points and the reason. Beside the CSV goes class.json
+(every folder's checks and messages, the sandbox line), and --report DIR writes
+the teacher's class summary with the similar pairs (report.py, similarity.py);
+--jobs N grades N folders at once, with the same results in the same order
+(classrun.py). No output holds an absolute path.
 """
 
 import csv

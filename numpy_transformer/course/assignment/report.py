@@ -101,13 +101,16 @@ def figures(graded, parts):
     rates = [pass_rate(reports, p) for p in parts]
 
     def scores(ax):
+        from matplotlib.ticker import MaxNLocator
         counts = collections.Counter(totals)
         ax.bar(sorted(counts), [counts[t] for t in sorted(counts)], width=max(top / 40, 0.8))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))        # students are whole
         ax.set(xlabel=f"total points (of {top})", ylabel="students", xlim=(-1, top + 1),
                title=f"Score distribution ({len(reports)} students graded)")
 
     def passes(ax):
-        ax.bar(range(len(parts)), [100 * r for r in rates])
+        bars = ax.bar(range(len(parts)), [100 * r for r in rates])
+        ax.bar_label(bars, [f"{100 * r:.0f}%" for r in rates], fontsize=8)
         ax.set_xticks(range(len(parts)), parts, rotation=60, ha="right")
         ax.set(ylabel="students with full points (%)", ylim=(0, 100),
                title="Pass rate per part")
