@@ -288,3 +288,23 @@ def test_the_command_line_keeps_the_class_files_of_before(base, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--report's index.html" in done.stderr
     assert (tmp_path / "report" / "index.html").read_text() == "mine"
+
+
+def test_renaming_and_reformatting_change_no_token_and_the_threshold_has_room():
+    """bob's bodies are ada's renamed and reformatted: the same normalised tokens. Every
+    pair of independent correct bodies of one function (the catalogue's right bodies, the
+    alternative forms above) stays at least 0.2 below the threshold; ada and bob reach 1."""
+    for function in (LINEAR, SOFTMAX):
+        assert similarity.tokens(ADA[function]) == similarity.tokens(BOB[function])
+        assert similarity.tokens(ADA[function]) != similarity.tokens(RIGHT.get(function, ""))
+    part = {LINEAR: "linear", SOFTMAX: "softmax"}
+    worst = 0.0
+    for function, forms in ALTERNATIVES.items():
+        bodies = [*forms, ADA[function]] + ([RIGHT[function]] if function in RIGHT else [])
+        solutions = {f"form{i}": {part[function]: body} for i, body in enumerate(bodies)}
+        pairs = similarity.scored_pairs(solutions, [part[function]])
+        worst = max([worst] + [p["similarity"] for p in pairs])
+    assert 0.5 < worst <= similarity.THRESHOLD - 0.2
+    [pair] = similarity.scored_pairs({"ada": {"linear": ADA[LINEAR]},
+                                      "bob": {"linear": BOB[LINEAR]}}, ["linear"])
+    assert pair["similarity"] == 1.0 and pair["shared_tokens"] >= similarity.MIN_SHARED
