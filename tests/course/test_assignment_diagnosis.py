@@ -1,9 +1,14 @@
 """The grader tells derivation from numerics, names a mistake without the answer, and
-accepts the correct forms of attention backward (issue 30, items 3 to 5).
+accepts the correct forms of attention backward (issue 30, items 3 to 5; issue 37, section 5).
 
 - A finite-difference GELU backward (rel err 1.7e-11) scores 0: "numerically close".
-- The catalogue's mistakes whose message names their cause (DIAGNOSED: 20 of 49 when
-  written, 41%) keep doing so.
+- The share of the catalogue's mistakes whose message names their cause (each entry's
+  `cause` words, mistakes.CAUSES, in its part's student report) is at least 80%, for two
+  grading secrets (the inputs drawn anew); every mistake loses points in its own part and
+  no message offers two named factors for one mistake. Measured when written: 62 of 62
+  (100%), up from 20 of 49 (41%) before issue 37.
+- A shape error inside a student's region names the file, the line, the two shapes and
+  the array being computed, not NumPy's bare broadcast message.
 - A file that does not parse gives one message to every part that imports it
   ("layers/softmax.py does not import: SyntaxError at line N"); the others keep full marks.
 - The softmax backward written inline, or called under another name or through a module
@@ -11,12 +16,13 @@ accepts the correct forms of attention backward (issue 30, items 3 to 5).
   form is compared with the reference's own softmax backward).
 """
 
+import re
 import shutil
 
 import numpy as np
 import pytest
 
-from numpy_transformer.course.assignment.diagnose import diagnose
+from numpy_transformer.course.assignment.diagnose import diagnose, error_hint
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import package_regions
 from numpy_transformer.course.assignment.markers import write_region_bodies
@@ -24,28 +30,8 @@ from numpy_transformer.course.assignment.mistakes import MISTAKES
 from numpy_transformer.course.assignment.registry import TOLERANCE
 from numpy_transformer.course.assignment.right_bodies import RIGHT
 
-DIAGNOSED = {     # mistake -> what its part's message must say (its cause)
-    "linear_overwrites": "assigned (=) instead of accumulated",
-    "tied_linear_overwrites": "assigned (=) instead of accumulated",
-    "cross_entropy_divides_twice": "exactly 1/N",
-    "attention_key_scale_forgotten": "exactly sqrt(d)",
-    "attention_divides_by_batch": "did you average over the batch?",
-    "gelu_finite_difference": "is this a finite-difference gradient?",
-    "attention_fresh_dropout_mask": "dropout drew a new mask",
-    "dropout_reapply_ignores_mask": "a mask not applied?",
-    "embedding_forgets_multiplier": "exactly 1/sqrt(d)",
-    "cross_entropy_ignored_rows_not_zeroed": "a mask not applied?",
-    "embedding_overwrites": "assigned (=) instead of accumulated",
-    "cross_entropy_ignores_dloss": "exactly 1/dloss",
-    "linear_bias_batch_axis_only": "a sum over too few axes?",
-    "layernorm_gamma_batch_axis_only": "a sum over too few axes?",
-    "dropout_without_scale": "exactly (1 - p)",
-    "dropout_scales_twice": "exactly 1/(1 - p)",
-    "adamw_decay_rebinds": "rebound to a new array instead of written in place",
-    "decoder_block_memory_keys_only": "lacks exactly one term of its sum, the value part",
-    "decoder_memory_last_layer_only": "lacks exactly one term of its sum, the memory gradient",
-    "decoder_memory_overwritten": "is one term of its sum only, the memory gradient of block",
-}
+GOAL = 0.8          # issue 37: the diagnosis names the cause of at least 80% of the catalogue
+TWO_FACTORS = re.compile(r"is exactly [^:;]* = [^:;]* times the expected one")  # two names
 ATTENTION = "scaled_dot_product_attention_backward"
 VARIANTS = {
     "inline": RIGHT[ATTENTION].replace(
@@ -62,15 +48,76 @@ def fresh(copy, tmp_path, name):
     return shutil.copytree(copy, tmp_path / name, ignore=shutil.ignore_patterns("notebooks"))
 
 
-def test_the_share_of_diagnosed_mistakes(solution_copy, tmp_path):
-    assert len(DIAGNOSED) / len(MISTAKES) >= 0.4
-    for name, phrase in DIAGNOSED.items():
-        mistake = next(m for m in MISTAKES if m.name == name)
-        copy = fresh(solution_copy, tmp_path, name)
+def graded_with(copy, mistake, seed):
+    """The student report's result of `mistake`'s part, the mistake applied to `copy` (the
+    file restored after)."""
+    file = copy / "numpy_transformer" / mistake.region(copy / "numpy_transformer").path
+    before = file.read_text(encoding="utf-8")
+    try:
         mistake.apply(copy)
-        [result] = grade(copy, parts=[mistake.part]).parts
+        [result] = grade(copy, parts=[mistake.part], seed=seed).parts
+    finally:
+        file.write_text(before, encoding="utf-8")
+    return result
+
+
+def names_its_cause(mistake, result):
+    """Whether the failed checks' names and messages hold every word of the mistake's cause."""
+    text = " ".join(f"{c.name}: {c.message}" for c in result.checks if not c.passed)
+    return bool(mistake.cause) and all(words in text for words in mistake.cause)
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_the_share_of_mistakes_whose_message_names_their_cause(solution_copy, tmp_path, seed):
+    copy = fresh(solution_copy, tmp_path, "copy")
+    named, unnamed = [], []
+    for mistake in MISTAKES:
+        result = graded_with(copy, mistake, seed)
+        assert result.points < result.max_points, (mistake.name, result)
         messages = " ".join(c.message for c in result.checks)
-        assert result.points < result.max_points and phrase in messages, (name, messages)
+        bare = re.sub(r"\([^()]*\)", "", messages)           # "(B = 3, ...)" left out
+        assert not TWO_FACTORS.search(bare), (mistake.name, messages)
+        (named if names_its_cause(mistake, result) else unnamed).append(mistake.name)
+    rate = len(named) / len(MISTAKES)
+    print(f"\nseed {seed}: the diagnosis names the cause of {len(named)} of {len(MISTAKES)} "
+          f"catalogue mistakes ({rate:.0%}); not named: {', '.join(unnamed) or 'none'}")
+    assert len(MISTAKES) >= 62 and rate >= GOAL, unnamed
+
+
+def test_every_mistake_says_which_words_name_its_cause():
+    assert all(m.cause and all(isinstance(w, str) and w for w in m.cause) for m in MISTAKES)
+
+
+def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tmp_path):
+    """Not NumPy's bare message: the student's file and line, the two shapes, the array being
+    computed, and the line itself last (a clause a student's report may leave out when the
+    line holds a formula)."""
+    copy = fresh(solution_copy, tmp_path, "shapes")
+    cases = {"attention_value_gradient_untransposed": (
+                 r"task 1: ValueError: line \d+ of layers/attention\.py: shapes \(3, 2, 4, 5\) "
+                 r"and \(3, 2, 4, 6\) do not match in a matrix product while computing dv; "
+                 r"the line reads `dv = dropped @ dout`"),
+             "layernorm_mean_without_keepdims": (
+                 r"task 1: ValueError: line \d+ of layers/normalization\.py: shapes \(3, 4, 5\) "
+                 r"and \(3, 4\) do not match while computing the returned value; "),
+             "linear_bias_batch_axis_only": (
+                 r"line \d+ of layers/linear\.py: an array of shape \(4, 5\) added into one of "
+                 r"shape \(5,\) \(a sum over too few axes\?\) while computing "
+                 r'self\.grads\["bias"\]; the line reads `self\.grads\["bias"\] \+= ')}
+    for name, pattern in cases.items():
+        mistake = next(m for m in MISTAKES if m.name == name)
+        result = graded_with(copy, mistake, 3)
+        messages = " ".join(c.message for c in result.checks)
+        assert re.search(pattern, messages), (name, messages)
+        assert "could not be broadcast" not in messages and "gufunc" not in messages
+
+
+def test_numpys_own_message_still_gets_its_hint():
+    raw = "ValueError: non-broadcastable output operand with shape (5,) doesn't match the " \
+          "broadcast shape (3,5)"
+    assert "a sum over too few axes?" in error_hint(raw)
+    assert error_hint("ValueError: an array of shape (4, 5) added into one of shape (5,) "
+                      "(a sum over too few axes?) while computing b") == ""
 
 
 def test_a_finite_difference_backward_scores_nothing(solution_copy, tmp_path):
@@ -105,6 +152,24 @@ def test_diagnose_says_what_it_sees_never_the_formula():
     assert "assigned" in diagnose("dW", "grad.w", want[0], want[0] - before, {"grad0.w": before})
     assert "constant factor of 3.3" in diagnose("dx", "dx.0", want, 3.3 * want)
     assert diagnose("dx", "dx.0", want, rng.normal(size=want.shape)) == ""
+
+
+def test_diagnose_names_slips_missing_terms_and_inputs_passed_on():
+    rng = np.random.default_rng(1)
+    want, slip, a = (rng.normal(size=(3, 4, 5)) for _ in range(3))
+    inputs = {"term.dx.0|the bias correction is left out": slip,
+              "term.the part a": a, "term.the part b": want - a}
+    assert diagnose("dq", "dx.0", want, slip, inputs).endswith(
+        "is exactly what you get when the bias correction is left out")
+    assert "bias correction" not in diagnose("dk", "dx.1", want, slip, inputs)   # dx.0's only
+    # a sum of two: the term missing is named, not "one term of its sum only"
+    assert "lacks exactly one term of its sum, the part b" in diagnose("dx", "dx.0", want, a,
+                                                                       inputs)
+    dout = rng.normal(size=want.shape)
+    assert "is the incoming gradient, passed on unchanged" in diagnose(
+        "dx", "dx.0", want, dout, {"dout": dout})
+    assert "is the backward of layers.0.feed_forward skipped" in diagnose(
+        "db", "grad.layers.0.feed_forward.bias", want[0, 0], 0 * want[0, 0])
 
 
 def test_a_file_that_does_not_parse_gets_one_clear_message(solution_copy, tmp_path):

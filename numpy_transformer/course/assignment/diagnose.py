@@ -19,6 +19,7 @@ Never the expected formula: only how the two arrays relate. "" when nothing fits
 clear message: "layers/softmax.py does not import: SyntaxError at line 49".
 """
 
+import ast
 import math
 import re
 from pathlib import Path
@@ -120,27 +121,76 @@ def assigned(have, want, before):
 
 def missing_term(have, want, inputs):
     """"lacks ..."/"has ... too many" when want - have is one of the check's named terms
-    (inputs "term.<label>", from the reference's run), else ""."""
-    for key, term in inputs.items():
-        if key.startswith("term.") and np.shape(term) == want.shape and np.any(term):
-            if near(want - have, term):
-                return f"lacks exactly one term of its sum, {key[5:]}: is it left out?"
-            if near(have - want, term):
-                return f"has exactly one term too many, {key[5:]}: is it added twice?"
-            if near(have, term):
-                return (f"is one term of its sum only, {key[5:]}: are the others left out, "
-                        "or overwritten (= where += was meant)?")
+    (inputs "term.<label>", from the reference's run), else "". A term missing is named
+    before a term alone (in a sum of two, the one is the other)."""
+    terms = [(key[5:], term) for key, term in inputs.items()
+             if key.startswith("term.") and "|" not in key and np.shape(term) == want.shape
+             and np.any(term)]
+    for label, term in terms:
+        if near(want - have, term):
+            return f"lacks exactly one term of its sum, {label}: is it left out?"
+    for label, term in terms:
+        if near(have - want, term):
+            return f"has exactly one term too many, {label}: is it added twice?"
+    for label, term in terms:
+        if near(have, term):
+            return (f"is one term of its sum only, {label}: are the others left out, "
+                    "or overwritten (= where += was meant)?")
     return ""
 
 
+def known_slip(name, have, inputs):
+    """The cause of the first known slip of output `name` that `have` equals (inputs
+    "term.<name>|<cause>", from wrong_forms.py in the grader's reference run), else ""."""
+    for key, form in inputs.items():
+        output, _, cause = key[5:].partition("|")
+        if key.startswith("term.") and cause and output == name and near(have, form):
+            return cause
+    return ""
+
+
+def passed_through(have, inputs):
+    """The name of an input array (not a parameter, a prefilled gradient or a term) that
+    `have` equals, or ""."""
+    for key, given in inputs.items():
+        if "." not in key and np.shape(given) == have.shape and np.any(given) \
+                and near(have, np.asarray(given, dtype=float)):
+            return key
+    return ""
+
+
+def zero_message(what, name):
+    """The message of an array that is all zero where the expected one is not."""
+    child = name[5:].rpartition(".")[0] if name.startswith("grad.") else ""
+    if child:
+        return (f"your {what} is zero where the expected one is not: is the backward of "
+                f"{child} skipped, or was the result rebound to a new array instead of "
+                "written in place?")
+    return (f"your {what} is zero where the expected one is not: is a step missing, or "
+            "was the result rebound to a new array instead of written in place?")
+
+
 def error_hint(message):
-    """What a worker's error message suggests, or "" (NumPy's += of a bigger array)."""
-    found = re.search(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
-                      r"shape (\(.*?\))", message)
-    if found is None:
+    """What a worker's error message suggests, or "": a += of an array with more axes than
+    the gradient it is added into (NumPy's own message; steps.located's says it already)."""
+    if "a sum over too few axes?" in message:
         return ""
-    return (f"an array of shape {found[2]} added into a gradient of shape {found[1]}: a sum "
-            "over too few axes?")
+    found = re.search(r"an array of shape (\(.*?\)) added into one of shape (\(.*?\))", message)
+    if found is not None:
+        added, into = found[1], found[2]
+    else:
+        found = re.search(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
+                          r"shape (\(.*?\))", message)
+        if found is None:
+            return ""
+        added, into = found[2], found[1]
+        return (f"an array of shape {added} added into a gradient of shape {into}: a sum "
+                "over too few axes?")
+    try:
+        more = len(ast.literal_eval(added)) > len(ast.literal_eval(into))
+    except (ValueError, SyntaxError, TypeError):
+        more = False
+    return "a sum over too few axes?" if more else ""
 
 
 def diagnose(what, name, want, have, inputs=None, args=None):
@@ -156,13 +206,15 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                 "agrees: a sum over too few axes?")
     if have.shape != want.shape:
         return ""
+    slip = known_slip(name, have, inputs)
+    if slip:
+        return f"your {what} is exactly what you get when {slip}"
     term = missing_term(have, want, inputs)
     if term:
         return f"your {what} {term}"
     c = factor_of(have, want)
     if c is not None and abs(c) <= CLOSE:
-        return (f"your {what} is zero where the expected one is not: is a step missing, or "
-                "was the result rebound to a new array instead of written in place?")
+        return zero_message(what, name)
     if c is not None:
         return factor_message(what, c, want.shape, args)
     if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
@@ -176,6 +228,11 @@ def diagnose(what, name, want, have, inputs=None, args=None):
         scale = "" if m == 1.0 else f" (and a constant factor of {m:.4g} elsewhere)"
         return (f"your {what} differs only where the expected one is 0{scale}: "
                 "a mask not applied?")
+    given = passed_through(have, inputs)
+    if given:
+        source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
+        return (f"your {what} is {source}, passed on unchanged: is a step (a child's "
+                "backward, a scale, a mask) skipped?")
     return ""
 
 

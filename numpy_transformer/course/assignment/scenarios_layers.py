@@ -14,9 +14,11 @@ children, their parameters drawn too. Harness code: NumPy only.
 
 import numpy as np
 
-from .steps import forward_backward, load, restore, rng, set_parameters, swap
+from .steps import (forward_backward, graded, known_slips, load, restore, rng, set_parameters,
+                    swap)
 
 
+@graded
 def linear(pkg, source, standins, d_in, d_out, lead, bias=True, prefill=False):
     layer = load(pkg, "layers.linear").Linear(d_in, d_out, bias=bias)
     set_parameters(layer, source)
@@ -24,6 +26,7 @@ def linear(pkg, source, standins, d_in, d_out, lead, bias=True, prefill=False):
     return forward_backward(layer, source, (x,), count=1, prefill=prefill)
 
 
+@graded
 def tied_linear(pkg, source, standins, vocab, d_model, lead):
     """A TiedLinear sharing an Embedding's matrix; the shared gradient already holds what
     the embedding's own backward added (prefilled), so it must be ADDED to."""
@@ -36,20 +39,28 @@ def tied_linear(pkg, source, standins, vocab, d_model, lead):
     return found
 
 
+@graded
 def embedding(pkg, source, standins, vocab, d_model, ids, scale=True, prefill=False):
     layer = load(pkg, "layers.embedding").Embedding(vocab, d_model, scale=scale)
     set_parameters(layer, source)
     token_ids = source.given("ids", np.asarray(ids)).astype(np.int64)
-    return forward_backward(layer, source, (token_ids,), prefill=prefill)
+    found = forward_backward(layer, source, (token_ids,), prefill=prefill)
+    before = source.arrays.get("grad0.weight", np.zeros((vocab, d_model)))
+    return {**found, **known_slips("embedding", standins, layer=layer, ids=token_ids,
+                                   dout=source.arrays["dout"], before=before)}
 
 
+@graded
 def layernorm(pkg, source, standins, d_model, lead, shift=0.0, prefill=False):
     layer = load(pkg, "layers.normalization").LayerNorm(d_model)
     set_parameters(layer, source)
     x = source.normal("x", (*lead, d_model), scale=2.0) + shift
-    return forward_backward(layer, source, (x,), count=1, prefill=prefill)
+    found = forward_backward(layer, source, (x,), count=1, prefill=prefill)
+    return {**found, **known_slips("layernorm", standins, layer=layer, x=x,
+                                   dout=source.arrays["dout"])}
 
 
+@graded
 def softmax(pkg, source, standins, shape, axis=-1, mask=None):
     """softmax_backward(dp, p, axis) on p = softmax(x, axis, mask) (the forward is given)."""
     module = load(pkg, "layers.softmax")
@@ -58,14 +69,19 @@ def softmax(pkg, source, standins, shape, axis=-1, mask=None):
         mask = source.given("mask", np.asarray(mask, dtype=bool))
     p = module.softmax(x, axis=axis, mask=mask)
     dp = source.normal("dp", np.shape(p))
-    return {"out": p, "dx.0": module.softmax_backward(dp, p, axis=axis)}
+    return {"out": p, "dx.0": module.softmax_backward(dp, p, axis=axis),
+            **known_slips("softmax", standins, p=p, dp=dp, axis=axis)}
 
 
+@graded
 def gelu(pkg, source, standins, shape, scale=2.0):
     layer = load(pkg, "layers.activations").GELU()
-    return forward_backward(layer, source, (source.normal("x", shape, scale),), count=1)
+    x = source.normal("x", shape, scale)
+    found = forward_backward(layer, source, (x,), count=1)
+    return {**found, **known_slips("gelu", standins, x=x, dout=source.arrays["dout"])}
 
 
+@graded
 def dropout(pkg, source, standins, p, shape, mask_seed, training=True):
     """Dropout(p) with a seeded mask: backward, and reapply of another array."""
     layer = load(pkg, "layers.dropout").Dropout(p, rng=rng(mask_seed))
@@ -75,6 +91,7 @@ def dropout(pkg, source, standins, p, shape, mask_seed, training=True):
     return found
 
 
+@graded
 def positional_encoding(pkg, source, standins, d_model, max_len, lead):
     """The sinusoidal table, and PositionalEncoding's backward around its dropout (a
     stand-in, or the package's own with p = 0.3)."""
@@ -84,9 +101,11 @@ def positional_encoding(pkg, source, standins, d_model, max_len, lead):
     if standins is not None:
         layer.dropout = standins.scale("dropout", (lead[-1], d_model))
     found = forward_backward(layer, source, (source.normal("x", (*lead, d_model)),), count=1)
-    return {"table": table, **found}
+    return {"table": table, **found, **known_slips("positional_encoding", standins,
+                                                   max_len=max_len, d_model=d_model)}
 
 
+@graded
 def feedforward(pkg, source, standins, d_model, d_ff, lead, activation="relu"):
     """FeedForward.backward; with stand-ins for both Linears, the activation and the dropout."""
     layer = load(pkg, "layers.feedforward").FeedForward(d_model, d_ff, dropout=0.3,
@@ -99,9 +118,12 @@ def feedforward(pkg, source, standins, d_model, d_ff, lead, activation="relu"):
         layer.dropout = standins.scale("dropout", (d_ff,))
         layer.linear_2 = standins.map("linear_2", d_ff, d_model)
     x = source.normal("x", (*lead, d_model))
-    return forward_backward(layer, source, (x,), count=1)
+    found = forward_backward(layer, source, (x,), count=1)
+    return {**found, **known_slips("feedforward", standins, layer=layer,
+                                   dout=source.arrays["dout"], reference=found)}
 
 
+@graded
 def cross_entropy(pkg, source, standins, targets, vocab, dloss=1.0, ignore_index=None,
                   smoothing=0.0, uniform=False):
     loss = load(pkg, "losses").CrossEntropyLoss(ignore_index=ignore_index,
@@ -110,7 +132,10 @@ def cross_entropy(pkg, source, standins, targets, vocab, dloss=1.0, ignore_index
     shape = (*t.shape, vocab)
     logits = np.zeros(shape) if uniform else source.normal("logits", shape, scale=2.0)
     value = loss.forward(logits, t)
-    return {"out": np.array(float(value)), "dx.0": loss.backward(dloss)}
+    dx = np.array(loss.backward(dloss))
+    return {"out": np.array(float(value)), "dx.0": dx, **known_slips(
+        "cross_entropy", standins, targets=t, dx=dx, ignore_index=ignore_index,
+        smoothing=smoothing, vocab=vocab, dloss=dloss)}
 
 
 def one_parameter_model(pkg, source, shapes):
@@ -121,28 +146,34 @@ def one_parameter_model(pkg, source, shapes):
     return model
 
 
+@graded
 def adam(pkg, source, standins, steps, hyper, shapes, optimizer="Adam"):
     """`steps` whole updates with drawn gradients of several scales; returns every update.
     optimizer="AdamW": whole AdamW steps, with the package's own decay or a stand-in (the
     decay is graded in the adamw part), so what is left is Adam's update without L2 decay."""
     model = one_parameter_model(pkg, source, shapes)
     arrays = dict(model.params)
-    optimizer = getattr(load(pkg, "optim.adam"), optimizer)(model, **hyper)
+    kind = optimizer
+    optimizer = getattr(load(pkg, "optim.adam"), kind)(model, **hyper)
     if standins is not None and hasattr(optimizer, "decay"):
         optimizer.decay = standins.decay
-    found = {}
+    found, drawn = {}, {}
     for step in range(steps):
         for name, shape in shapes.items():
             scales = 10.0 ** source.integers(f"scale.{step}.{name}", shape, -3, 3)
             model.grads[name][...] = source.normal(f"g.{step}.{name}", shape) * scales
+            drawn[step, name] = model.grads[name].copy()
         before = {name: p.copy() for name, p in model.params.items()}
         optimizer.step()
         found.update({f"update.{step}.{name}": model.params[name] - before[name]
                       for name in shapes})
     found["inplace"] = np.array(all(model.params[n] is a for n, a in arrays.items()))
-    return found
+    first = {name: source.arrays[f"param.{name}"] for name in shapes}
+    return {**found, **known_slips("adam", standins, params=first, grads=drawn, steps=steps,
+                                   hyper=hyper, optimizer=kind)}
 
 
+@graded
 def adamw_decay(pkg, source, standins, lrs, weight_decay, shape):
     """AdamW.decay(p, weight_decay) on one parameter, once per learning rate (a schedule
     changes lr)."""
@@ -158,4 +189,5 @@ def adamw_decay(pkg, source, standins, lrs, weight_decay, shape):
     finally:
         restore(undo)
     found["inplace"] = np.array(model.params["w"] is p)
-    return found
+    return {**found, **known_slips("adamw_decay", standins, p=source.arrays["param.w"],
+                                   lrs=lrs, weight_decay=weight_decay)}

@@ -13,9 +13,11 @@ Harness code: NumPy only.
 
 import numpy as np
 
-from .steps import forward_backward, load, restore, rng, set_parameters, swap_everywhere
+from .steps import (forward_backward, graded, known_slips, load, restore, rng, set_parameters,
+                    swap_everywhere)
 
 
+@graded
 def attention(pkg, source, standins, shape_q, keys, mask=None, dropout=False,
               standin_softmax=True):
     """scaled_dot_product_attention_backward with a stand-in softmax backward (and dropout);
@@ -40,6 +42,11 @@ def attention(pkg, source, standins, shape_q, keys, mask=None, dropout=False,
         dq, dk, dv = module.scaled_dot_product_attention_backward(dout, q, k, v, weights, drop)
     finally:
         restore(undo)
+    found.update(known_slips(
+        "attention", standins, q=q, k=k, v=v, dout=dout, weights=weights, drop=drop,
+        softmax_backward=(standins.softmax_backward if standins is not None and standin_softmax
+                          else load(pkg, "layers.softmax").softmax_backward),
+        reference={"dx.0": dq, "dx.1": dk, "dx.2": dv}))
     if dropout and standins is not None:
         found["dropout.draws"] = np.array(float(drop.draws))
     return {**found, "out": out, "weights": weights, "dx.0": dq, "dx.1": dk, "dx.2": dv}
@@ -52,6 +59,7 @@ def attention_inputs(source, batch, queries, keys, d_model, self_attention):
     return q, source.normal("k", (batch, keys, d_model)), source.normal("v", (batch, keys, d_model))
 
 
+@graded
 def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, keys,
                         self_attention=False, prefill=False):
     """MultiHeadAttention; with stand-in projections and a stand-in attention kernel."""
@@ -70,11 +78,18 @@ def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, k
         for name, value in kernels.items():
             swap_everywhere(pkg, ["layers.attention", "layers.latent_attention"], name, value,
                             undo)
-        return forward_backward(layer, source, inputs, count=3, prefill=prefill)
+        found = forward_backward(layer, source, inputs, count=3, prefill=prefill)
+        module = load(pkg, "layers.attention")
+        before = {k[6:]: a for k, a in source.arrays.items() if k.startswith("grad0.")}
+        return {**found, **known_slips(
+            "multihead_attention", standins, layer=layer, dout=source.arrays["dout"],
+            before=before, split_heads=module.split_heads, merge_heads=module.merge_heads,
+            kernel_backward=getattr(standins, "kernel_backward", None), reference=found)}
     finally:
         restore(undo)
 
 
+@graded
 def mla_project(pkg, source, standins, d_model, heads, latent, batch, queries, keys):
     """MultiHeadLatentAttention.project_backward; with stand-in projections."""
     layer = load(pkg, "layers.latent_attention").MultiHeadLatentAttention(
@@ -93,8 +108,10 @@ def mla_project(pkg, source, standins, d_model, heads, latent, batch, queries, k
     returned = layer.project_backward(dQ, dK, dV)
     if not isinstance(returned, tuple) or len(returned) != 3:
         raise TypeError("project_backward must return the tuple (dq, dk, dv)")
-    return {"Q": Q, "K": K, "V": V, **{f"dx.{i}": g for i, g in enumerate(returned)},
-            **{f"grad.{n}": g.copy() for n, _, g in layer.named_parameters()}}
+    found = {"Q": Q, "K": K, "V": V, **{f"dx.{i}": g for i, g in enumerate(returned)},
+             **{f"grad.{n}": g.copy() for n, _, g in layer.named_parameters()}}
+    return {**found, **known_slips("mla_project", standins, layer=layer, dK=dK, dV=dV,
+                                   reference=found)}
 
 
 def block_standins(standins, block, prefix, d_model, attentions):
@@ -129,13 +146,17 @@ def stack(pkg, source, standins, decoder, layers, d_model, norm_first, block_onl
     return model
 
 
+@graded
 def encoder(pkg, source, standins, layers, d_model, batch, length, norm_first,
             block_only=False):
     model = stack(pkg, source, standins, False, layers, d_model, norm_first, block_only)
     x = source.normal("x", (batch, length, d_model))
-    return forward_backward(model, source, (x,), count=1)
+    found = forward_backward(model, source, (x,), count=1)
+    return {**found, **known_slips("encoder", standins, model=model, dout=source.arrays["dout"],
+                                   decoder=False, block_only=block_only, reference=found)}
 
 
+@graded
 def decoder(pkg, source, standins, layers, d_model, batch, length, memory_length, norm_first,
             block_only=False):
     model = stack(pkg, source, standins, True, layers, d_model, norm_first, block_only)
@@ -144,7 +165,10 @@ def decoder(pkg, source, standins, layers, d_model, batch, length, memory_length
     found = forward_backward(model, source, (x, memory), count=2)
     if standins is None:
         return found
-    return {**found, **memory_terms(model.layers if hasattr(model, "layers") else [model])}
+    terms = memory_terms(model.layers if hasattr(model, "layers") else [model])
+    return {**found, **terms, **known_slips("decoder", standins, model=model, decoder=True,
+                                            dout=source.arrays["dout"], block_only=block_only,
+                                            reference=found)}
 
 
 def memory_terms(blocks):
