@@ -7,13 +7,16 @@ beyond renaming and reformatting. For the teacher's class summary only.
 The fingerprinting is copydetect's (pip install copydetect: the winnowing of
 Schleimer, Wilkerson and Aiken, "Winnowing: local algorithms for document
 fingerprinting", SIGMOD 2003, the method of MOSS): k-grams of a text are hashed,
-winnowed, and two texts share the code their common fingerprints cover. What is
+winnowed (here with a window of 1, every k-gram: solution regions are short, and
+the result then does not depend on Python's salted string hashes), and two texts
+share the code their common fingerprints cover. What is
 fingerprinted is not the source but its tokens, normalised here with Python's
 own `tokenize` so that renaming and reformatting change nothing:
 
 - every name a student chooses becomes one token `V` (variables, arguments,
-  helpers); keywords, builtins and attribute names (`.reshape`, `.T`, `.grads`:
-  the package's and NumPy's, not the student's) stay as they are;
+  helpers); keywords, builtins, attribute names (`.reshape`, `.T`, `.grads`:
+  the package's and NumPy's, not the student's) and keyword-argument names
+  (`axis=`) stay as they are;
 - strings become `S`, numbers stay; comments, blank lines, line breaks inside
   brackets and indentation width go; the end of a statement stays.
 
@@ -22,14 +25,15 @@ Each token becomes one character, so copydetect's k counts tokens (K).
 Correct solutions of the same part are alike, whoever wrote them. So per part,
 the fingerprints of the reference's own body and of the copy's stub are
 boilerplate (copydetect drops them): what two students share beyond those is what
-counts. A pair's similarity is the shared share of the smaller of the two
+counts; so does not what more than COMMON of the class wrote alike (MOSS's rule:
+a passage in many programs is the problem's). A pair's similarity is the shared share of the smaller of the two
 solutions (their fingerprinted tokens, all graded parts together), and a pair is
 reported when it is at least `threshold` and at least MIN_SHARED tokens are shared.
 THRESHOLD is set clearly above what independent correct bodies reach: measured on
 the catalogue's right bodies (right_bodies.py) and the correct alternative forms
 of tests/course/test_class_tools.py, each against every other of its function,
-the most is 0.68 (two forms of Linear.backward that both reshape, transpose when
-tied and sum the bias alike, 49 tokens shared); the right bodies reach 0 (they are
+the most is 0.69 (two forms of Linear.backward that both reshape, transpose when
+tied and sum the bias alike, 52 tokens shared); the right bodies reach 0 (they are
 the reference's code), and a renamed, reformatted copy reaches 1.0.
 """
 
@@ -47,9 +51,10 @@ from ...errors import InputError
 from ...system.files import read_regular
 
 K = 8               # tokens in a fingerprinted k-gram (copydetect's noise threshold)
-WINDOW = 3          # winnowing window: any match of K + WINDOW - 1 tokens is found
+WINDOW = 1          # winnowing window: 1 keeps every k-gram (regions are short), so
+                    # the result does not depend on the hash values (Python salts them)
 THRESHOLD = 0.9     # the share of the smaller solution found in the other (a renamed,
-                    # reformatted copy: 1.0; independent correct bodies: at most 0.68)
+                    # reformatted copy: 1.0; independent correct bodies: at most 0.69)
 MIN_SHARED = 20     # tokens that a reported pair shares at least
 COMMON = 0.2        # a fingerprint in more than this share of a class is the problem's
 INSTALL = ("the similarity report needs copydetect: pip install copydetect (or pip install "
