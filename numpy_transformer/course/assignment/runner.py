@@ -1,29 +1,34 @@
-"""Starting the grading workers: one process per part, with a time and a memory limit.
+"""Starting the grading workers: one process per part, with time, memory, process and disk
+limits, and a time limit for the whole submission.
 
-    with Harness() as harness:
+    with Harness(python, timeout, total_timeout, memory_mb) as harness:
         outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
 
 `Harness` copies the harness files (worker.py, harness.py, steps.py, scenarios_*.py,
-standins.py, repair.py, sandbox.py: NumPy-only code, no reference solution) into a
+standins.py, repair.py, private_root.py: NumPy-only code, no reference solution) into a
 temporary folder. `run` makes a scratch copy of the student's package (the worker writes
-there, never into the student's folder), writes the part's tasks and input arrays, starts
+there, never into the student's folder), writes the part's tasks and input arrays and two
+empty result files, starts
 
     python -I -B HARNESS/worker.py STUDENT TASKS.json INPUTS.npz OUTPUTS.npz STATUS.json
 
 in STUDENT (the scratch copy) in a session of its own, inside sandbox.py's private root
 where Linux allows it (then the worker sees only /nt/harness, /nt/student and /nt/part
-besides Python and NumPy, can signal no process outside, and all it started dies with it;
-`harness.warning` is the line saying which protections were in force), with no variable of
-the grader's environment but PATH and the locale's: -B writes no
-__pycache__, RLIMIT_AS (memory), RLIMIT_FSIZE and RLIMIT_CORE are set, stdin is closed,
-stdout thrown away and stderr kept in a file (its last line explains a crash); the whole
-session is killed at the time limit and when the worker ends (`unshare`, and with it every
-process of the namespace). Then the two result files are loaded (allow_pickle=False, sizes
-checked before anything is decompressed; parts.py checks every array's shape
-and dtype and every status entry before using it). `problem` is None, or why
-the worker gave no results: timed out, out of memory, or the exit status and
-last line of a crash (an `os._exit(0)` at import counts: it writes no results).
-The worker's path of the copy is replaced by the student's folder in messages.
+besides Python and NumPy, reaches no network, can signal no process outside, and all it
+started dies with it), in a cgroup of its own where limits.py may make one (memory and
+processes of the whole part), with no variable of the grader's environment but PATH and
+the locale's and one thread for BLAS: -B writes no __pycache__, RLIMIT_AS (memory per
+process), RLIMIT_FSIZE and RLIMIT_CORE are set, stdin is closed, stdout thrown away and
+stderr kept in a file (its last line explains a crash); the whole session is killed at
+the time limit (the part's, or what is left of the submission's) and when the worker ends
+(`unshare`, and with it every process of the namespace). `harness.warning` is the line
+saying which protections and limits were in force. Then the two result files are loaded
+(allow_pickle=False, sizes checked before anything is decompressed; parts.py checks every
+array's shape and dtype and every status entry before using it). `problem` is None, or why
+the worker gave no results: not run (the submission's time spent), timed out, out of
+memory, or the exit status and last line of a crash (an `os._exit(0)` at import counts: it
+writes no results). A message that a limit's error ends (a fork refused, a full disk) names
+the limit; the worker's path of the copy is replaced by the student's folder.
 """
 
 import json
