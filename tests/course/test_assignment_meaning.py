@@ -11,13 +11,12 @@
 """
 
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits
+from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits, grader_text
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.meaning import tokens
 from numpy_transformer.course.assignment.mistakes import MISTAKES
@@ -194,7 +193,7 @@ def messages(report):
 def assert_no_formula(said):
     """No formula in `said`, but in the student's own line quoted back ("the line reads `...`":
     their code, not the answer)."""
-    said = [re.sub(r"the line reads `[^`]*`", "the line reads (theirs)", m) for m in said]
+    said = [grader_text(m) for m in said]
     stated = [(formula_hits(m), m) for m in said if formula_hits(m)]
     assert not stated, "\n".join(f"{parts}: {m}" for parts, m in stated)
 

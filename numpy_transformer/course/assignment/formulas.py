@@ -1,11 +1,14 @@
-"""Each part's key formulas, named once. Not copied into a student copy (which carries
-registry.py): the copy must hold none of them.
+"""Each part's key formulas, named once and read by meaning. Not copied into a student copy
+(which carries registry.py): the copy must hold none of them.
 
-    FORMULAS[part]            regular expressions, matched against a line whose
-                              whitespace runs are made one space
-    formula_hits(line, parts) the parts among `parts` whose formulas the line holds
-    redact(message, part)     a grader's message without them (a student's report;
-                              `assignment grade --teacher` keeps them)
+    FORMULAS[part]            keys: each formula in one of its spellings, read by meaning
+                              (meaning.py), so that its rewordings are found too
+    formula_hits(text, parts) the parts among `parts` whose formulas the text states, in
+                              symbols or in words
+    grader_text(message)      a grader's message less the student's own quoted line
+    redact(message, part)     a grader's message without any formula (a student's report):
+                              a net only, as the checks' sentences say what is tested, never
+                              how (`assignment grade --teacher` skips it)
 """
 
 import re
@@ -60,15 +63,27 @@ def formula_hits(line, parts=PARTS):
     return [p for p in parts if holds(line, FORMULAS[p])]
 
 
+# The student's own line, quoted back by the diagnosis of an error in their region: theirs,
+# not the answer, so never read for a formula nor left out.
+THEIRS = re.compile(r"the line reads `[^`]*`")
+
+
+def grader_text(message):
+    """What the grader itself says in `message`: the student's quoted line left out."""
+    return THEIRS.sub("the line reads (theirs)", message)
+
+
 def redact(message, part):
     """A grader's message with no formula: "Expected: <formula> [...]" says where the part
-    is taught instead, any other clause holding a formula is left out."""
-    if not formula_hits(message):
+    is taught instead, any other clause holding a formula is left out. The checks' sentences
+    hold none (they say what is tested); this is the net for any other sentence."""
+    said = lambda text: formula_hits(grader_text(text))              # noqa: E731
+    if not said(message):
         return message
     where = f"the result derived in {LESSONS[part]} (a student's report shows no formula)"
     message = re.sub(r"Expected: (.*?)(?= \[a correct answer|$)",
-                     lambda m: "Expected: " + (where if formula_hits(m[1]) else m[1]), message)
-    return "; ".join(clause if not formula_hits(clause) else "(a formula, left out)"
+                     lambda m: "Expected: " + (where if said(m[1]) else m[1]), message)
+    return "; ".join(clause if not said(clause) else "(a formula, left out)"
                      for clause in message.split("; "))
 
 
