@@ -251,3 +251,26 @@ def test_a_venvs_base_site_packages_cannot_be_imported(solution_copy, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     [result] = json.loads((tmp_path / "grade.json").read_text())["parts"]
     assert "BASE no pytest" in result["message"], done.stdout + done.stderr
+
+
+PID_LEVEL_VIEW = '''import json, resource, socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+    network = "connected"
+except OSError as err:
+    network = type(err).__name__
+print(json.dumps({{"network": network, "nproc": resource.getrlimit(resource.RLIMIT_NPROC)}}))'''
+
+
+@pytest.mark.skipif(BOX.level not in ("root", "pid"), reason=BOX.line)
+def test_without_a_private_root_the_network_and_process_limits_still_hold(loopback_server):
+    """Protection: level "pid" (a kernel refusing mounts) still runs private_root.py in a
+    network namespace, which sets RLIMIT_NPROC before the worker starts."""
+    from numpy_transformer.course.assignment.sandbox import Sandbox
+    box = Sandbox("pid", "as if mounts were refused", BOX.tool)
+    argv = box.command(sys.executable, None, {"harness": (PACKAGE / "course" / "assignment",
+                                                          False)},
+                       ["-I", "-c", PID_LEVEL_VIEW.format(port=loopback_server)])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    seen = json.loads(done.stdout)
+    assert seen["network"] != "connected" and seen["nproc"] == [PROCESSES, PROCESSES], seen
