@@ -42,7 +42,7 @@ import pytest
 
 from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits
 from numpy_transformer.course.assignment.make import make
-from numpy_transformer.course.assignment.registry import PARTS
+from numpy_transformer.course.assignment.registry import LESSONS, PARTS
 from numpy_transformer.course.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
                                                notebook_regions, package_regions)
 
@@ -248,7 +248,8 @@ def formula_leaks(copy):
 
 def test_full_student_copy_states_no_part_formula(student_copy):
     """Docstrings, comments, hints, lessons (prose and code) and README: no key formula of
-    any part (formulas.py) is left; the derivations say what to derive and where."""
+    any part (formulas.py, read by meaning) is left; the derivations say what to derive and
+    where (over two lines and in the grader's messages: test_assignment_meaning.py)."""
     hits = formula_leaks(student_copy)
     assert not hits, "key formulas in the student copy:\n" + "\n".join(
         f"  {where} {parts}: {line!r}" for where, parts, line in hits)
@@ -256,8 +257,8 @@ def test_full_student_copy_states_no_part_formula(student_copy):
     assert "Backward: derive it yourself (assignment part layernorm: lesson 4)." in norm
     assert "y = gamma * xhat + beta" in norm and "Saved: xhat and r" in norm    # forward stays
     linear = (student_copy / "numpy_transformer" / "layers" / "linear.py").read_text()
-    assert ("Linear.backward: write this part (see lesson 3 and the docstrings in this file) "
-            "[assignment part linear]") in linear
+    assert (f"Linear.backward: write this part (see {LESSONS['linear']} and the docstrings in "
+            "this file) [assignment part linear]") in linear
 
 
 def test_every_part_has_formulas_that_the_reference_states():
