@@ -20,8 +20,8 @@ class Embedding(Module):
     Backward: each output row is a copy of one row of W, so row v of dW is the
         sum of the upstream rows dy[b, t] at every position where ids[b, t] = v:
             dW[v] = s * sum over {(b, t): ids[b, t] = v} of dy[b, t],   s = sqrt(D) or 1
-        A token that occurs twice gets both contributions. There is no gradient
-        for the ids (they are integers), so backward returns None.
+        A token that occurs twice gets both contributions.
+    Returns: None from backward (the ids are integers: they have no gradient).
     Saved: ids.
     Checks: ids (integers in [0, V)), when called (`embed(ids)`, Module.__call__).
     Init: W ~ Normal(0, 1/D), so that W * sqrt(D) has unit-variance entries (the
@@ -53,7 +53,8 @@ class Embedding(Module):
         return y
 
     def backward(self, dy):
-        """Add the scattered gradient into grads["weight"]; return None (ids are integers).
+        """The gradient of the table, added into grads["weight"]; returns None (the ids are
+        integers: they have no gradient).
 
             dW[ids[b, t]] += s * dy[b, t]   for every (b, t), a repeated id adding every time
 

@@ -9,13 +9,14 @@ from .dropout import Dropout
 
 
 def sinusoidal_table(max_len, d_model):
-    """The (max_len, D) table of the paper (section 3.5):
+    """The (max_len, D) table of the paper (section 3.5), one row per position.
 
-        PE(pos, 2i)   = sin(pos / 10000^(2i/D))
-        PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+    Table: PE(pos, 2i)   = sin(pos / 10000^(2i/D))
+           PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+        1 / 10000^(2i/D) is computed as exp(2i * -(log(10000) / D)), which stays
+        accurate for large D.
 
-    1 / 10000^(2i/D) is computed as exp(2i * -(log(10000) / D)), which stays
-    accurate for large D. An odd D gets one more sine column than cosine columns.
+    Columns: an odd D gets one more sine column than cosine columns.
     Built in float64, returned in the default dtype.
     """
     # BEGIN SOLUTION positional_encoding

@@ -38,10 +38,11 @@ FAST_FORMS = {
 }
 
 
-def derive(parts, indent=""):
-    """The sentence that stands for a stripped derivation of `parts`."""
+def derive(parts, indent="", what=None):
+    """The sentence that stands for a stripped derivation of `parts` (`what`: its heading,
+    such as "Table", when the stripped block had one)."""
     where = "; ".join(f"{p}: {LESSONS[p]}" for p in parts)
-    what = "The update" if set(parts) <= set(UPDATES) else "Backward"
+    what = what or ("The update" if set(parts) <= set(UPDATES) else "Backward")
     return (f"{indent}{what}: derive it yourself (assignment part{'s' if len(parts) > 1 else ''}"
             f" {where}).")
 
@@ -89,6 +90,12 @@ def blocks(lines):
     return found
 
 
+def heading(line):
+    """The heading word of a docstring line ("Table: ..." gives "Table"), or None."""
+    found = re.match(r'^\s*(?:[rRbBuU]*(?:"""|\'\'\'))?([A-Z][a-z]+):\s', line)
+    return found.group(1) if found else None
+
+
 def strip_docstring(lines, parts):
     """A docstring's lines less its blocks that hold a formula of `parts`, with one sentence
     in place of the first of them."""
@@ -112,7 +119,7 @@ def strip_docstring(lines, parts):
     out = []
     for i, text in enumerate(lines):
         if i == first:
-            sentence = derive(hit, "" if opening else indent)
+            sentence = derive(hit, "" if opening else indent, heading(line))
             out.append(opening.group(0) + sentence if opening else sentence)
             if opening and i == len(lines) - 1:
                 out[-1] += opening.group(1)
@@ -120,6 +127,8 @@ def strip_docstring(lines, parts):
             out.append(text)
         elif i == len(lines) - 1 and text.rstrip().endswith(('"""', "'''")):
             out.append(indent + text.rstrip()[-3:])          # keep the closing quotes
+    if len(out) > 2 and out[-1].strip() in ('"""', "'''") and not out[-2].strip():
+        del out[-2]                              # no blank line before the closing quotes
     return [t for i, t in enumerate(out) if t.strip() or i == 0 or out[i - 1].strip()]
 
 
