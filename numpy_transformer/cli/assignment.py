@@ -8,6 +8,7 @@ and, in a student copy, `check` its parts.
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv [--jobs N]
         [--report SUMMARY_DIR]
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
+        [--seed N] [--refuse-flagged] [--reveal-after DATE]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
@@ -49,7 +50,7 @@ def _run_autograder(args):
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed,
-                           refuse_flagged=args.refuse_flagged)
+                           refuse_flagged=args.refuse_flagged, reveal_after=args.reveal_after)
 
 
 VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
@@ -128,6 +129,10 @@ def _add_autograder(commands):
                            "every submission graded on the same inputs (default: new random "
                            "inputs for each submission)")
     pack.add_argument("--refuse-flagged", action="store_true", help=REFUSE_HELP)
+    pack.add_argument("--reveal-after", metavar="DATE",
+                      help="keep the checks that would be visible hidden until DATE (ISO, e.g. "
+                           "2026-12-01 or 2026-12-01T17:00, UTC unless a zone is given): "
+                           "graded before it they are after_due_date in Gradescope")
     overwrite_option(pack, "ZIP")
     add_common(pack, threads=False)           # writes a zip: no BLAS
     pack.set_defaults(run=_run_autograder)

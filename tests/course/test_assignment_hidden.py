@@ -10,6 +10,9 @@
 - The grading secret: a new random one per process by default, `seed=N` (the Python
   API, `assignment grade --seed N`, `assignment autograder --seed N`) to reproduce a
   grade; a bad seed is refused naming it.
+- `assignment autograder --reveal-after DATE`: the checks that would be visible are
+  Gradescope's after_due_date when graded before DATE, visible after it; a bad date is
+  refused naming the option.
 """
 
 import json
@@ -25,6 +28,7 @@ from doors import nt, raises_naming
 from numpy_transformer.course.assignment import PARTS
 from numpy_transformer.course.assignment.autograder import build_autograder
 from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.gradescope import gradescope_results, read_visibility
 from numpy_transformer.course.assignment.local_check import load
 from numpy_transformer.course.assignment.parts import SECRET, reference_results
 from numpy_transformer.errors import InputError
@@ -154,3 +158,24 @@ def test_the_autograder_keeps_the_teachers_seed_or_none(tmp_path):
             assert json.loads(archive.read("autograder.json"))["seed"] == seed
     with pytest.raises(InputError, match="seed"):
         build_autograder(tmp_path / "bad.zip", parts=["linear"], seed=-5)
+
+
+def test_checks_revealed_after_a_date(solution_copy, tmp_path):
+    report = grade(solution_copy, parts=["softmax"], seed=0)
+    config = build_autograder(tmp_path / "a.zip", parts=["softmax"], reveal_after="2999-01-01",
+                              visibility={"softmax/softmax_other_axis": "hidden"})
+    assert config["reveal_after"] == "2999-01-01T00:00:00+00:00"
+    before = gradescope_results(report, read_visibility(config["visibility"],
+                                                        config["reveal_after"]))
+    shown = {t["name"]: t["visibility"] for t in before["tests"]}
+    assert shown == {"softmax/softmax_gradients": "after_due_date",
+                     "softmax/softmax_other_axis": "hidden",
+                     "softmax/softmax_fully_masked_row": "after_due_date"}
+    assert "hidden until 2999-01-01 00:00" in before["output"]
+    after = gradescope_results(report, read_visibility(None, "2000-01-01T08:00+02:00"))
+    assert {t["visibility"] for t in after["tests"]} == {"visible"}
+    assert "hidden until" not in after["output"]
+    done = nt("assignment", "autograder", "--out", str(tmp_path / "b.zip"), "--reveal-after",
+              "next week")
+    assert done.returncode == 2 and "--reveal-after" in done.stderr, done.stderr
+    assert not (tmp_path / "b.zip").exists()

@@ -112,7 +112,7 @@ def _manifest_of(parts):
 
 
 def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
-                     refuse_flagged=False):
+                     refuse_flagged=False, reveal_after=None):
     """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
 
     parts       the parts to grade (default: all); InputError for unknown ones
@@ -121,6 +121,8 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
     seed        the grading secret (an int >= 0) every submission is graded with; None: a
                 new random one for each submission
     refuse_flagged  a part whose code honesty.py flags scores 0 (default: reported only)
+    reveal_after    an ISO date: the checks that would be visible stay hidden until then
+                (gradescope.py: after_due_date when graded before it)
     """
     from .parts import validate_parts, validate_seed
     parts, seed = validate_parts(parts), validate_seed(seed)
@@ -134,6 +136,8 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
     config = {"format": 1, "parts": parts, "timeout": timeout, "seed": seed,
               "refuse_flagged": bool(refuse_flagged),
               "visibility": read_visibility(visibility).to_dict(),
+              "reveal_after": None if reveal_after is None
+              else read_visibility(None, reveal_after).reveal_after.isoformat(),
               "manifest": _manifest_of(parts)}          # InputError from a student copy
     partial = out.with_name(out.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:
@@ -147,9 +151,10 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
 
 
 def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None,
-                    refuse_flagged=False):
+                    refuse_flagged=False, reveal_after=None):
     """`assignment autograder --out ZIP`: write the zip and say how to use it."""
-    config = build_autograder(out, parts, visibility, timeout, seed, refuse_flagged)
+    config = build_autograder(out, parts, visibility, timeout, seed, refuse_flagged,
+                              reveal_after)
     hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
            f" ({config['timeout']:g} s per part"
@@ -157,4 +162,7 @@ def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print
            "programming assignment's autograder (Ubuntu base image) with a time limit above "
            f"{len(config['parts']) * config['timeout']:g} s (the worst case); students submit "
            "their numpy_transformer/ folder or their whole copy.")
+    if config["reveal_after"]:
+        out_fn(f"The visible checks stay hidden until {config['reveal_after']}: set the "
+               "assignment's due date to it, and regrade after it to show them at once.")
     return 0

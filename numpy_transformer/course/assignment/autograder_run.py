@@ -86,7 +86,8 @@ def grade_submission(root):
     except (OSError, InputError) as err:
         return not_graded_results(f"the autograder's configuration is unreadable ({err}); "
                                   "tell your teacher", None, None, time.monotonic() - start)
-    parts, visibility = config["parts"], read_visibility(config["visibility"])
+    parts = config["parts"]
+    visibility = read_visibility(config["visibility"], config.get("reveal_after"))
     try:
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Grades in Gradescope's autograder format: results.json, with visibility chosen per check.
 
     checks_of(parts)                      -> {part: [(check name, points), ...]}
-    read_visibility(path_or_dict)         -> Visibility (validated)
+    read_visibility(path_or_dict, reveal_after=None)   -> Visibility (validated)
     gradescope_results(report, vis)       -> the results.json dict of one GradeReport
     not_graded_results(message, parts)    -> score 0 for every check, with the reason
 
@@ -16,7 +16,11 @@ the grades are published).
 Each check of each part is one test named "part/check", so a teacher can
 hide single checks. The visibility file is a JSON object mapping "default",
 part names and "part/check" names to a visibility; the most specific entry
-wins, and the default's default is "visible". The top-level output holds no
+wins, and the default's default is "visible". `reveal_after` (a date, the
+autograder's `--reveal-after DATE`) keeps the checks that would be visible hidden
+until that date: graded before it, such a test is `after_due_date` (set the
+assignment's due date to DATE; a regrade after it shows them), from it on
+`visible`. The top-level output holds no
 per-part points (a hidden test's score would leak through it), and
 `stdout_visibility` is "hidden" for the same reason. A part whose code
 honesty.py flags (complex step, a file read, ...) gets one more test, "part/flagged
@@ -29,6 +33,7 @@ graded are written relative to it.
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import InputError
@@ -47,27 +52,47 @@ def checks_of(parts=None):
 
 @dataclass
 class Visibility:
-    """Who sees a test: the most specific of "part/check", "part", then the default."""
+    """Who sees a test: the most specific of "part/check", "part", then the default; a
+    visible one is after_due_date while `reveal_after` (an aware datetime) is ahead."""
     default: str = "visible"
     names: dict = field(default_factory=dict)   # "part" or "part/check" -> visibility
+    reveal_after: datetime = None
 
     def of(self, part, check=None):
         if check is not None and f"{part}/{check}" in self.names:
-            return self.names[f"{part}/{check}"]
-        return self.names.get(part, self.default)
+            chosen = self.names[f"{part}/{check}"]
+        else:
+            chosen = self.names.get(part, self.default)
+        return "after_due_date" if chosen == "visible" and self.hiding() else chosen
+
+    def hiding(self):
+        """Whether checks are still hidden by `reveal_after` (now, at grading time)."""
+        return self.reveal_after is not None and datetime.now(timezone.utc) < self.reveal_after
 
     def to_dict(self):
         return {DEFAULT: self.default, **self.names}
 
 
-def read_visibility(source=None):
-    """A validated Visibility from a JSON file's path, a dict, or None (all visible).
+def read_date(text, name="--reveal-after"):
+    """An aware datetime (UTC when no zone is given) of an ISO date or date and time."""
+    try:
+        when = datetime.fromisoformat(str(text))
+    except ValueError:
+        raise InputError(f"{name}: expected an ISO date such as 2026-12-01 or "
+                         f"2026-12-01T17:00 (UTC unless a zone is given), got {text!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def read_visibility(source=None, reveal_after=None):
+    """A validated Visibility from a JSON file's path, a dict, or None (all visible);
+    `reveal_after`: an ISO date (text) before which visible checks stay hidden.
 
     InputError names every unknown part or check and every unknown visibility,
     with the valid ones.
     """
+    when = None if reveal_after is None else read_date(reveal_after)
     if source is None:
-        return Visibility()
+        return Visibility(reveal_after=when)
     if isinstance(source, (str, Path)):
         try:
             source = json.loads(read_regular(source, "--visibility").decode("utf-8"))
@@ -89,7 +114,7 @@ def read_visibility(source=None):
                          f"{', '.join(f'{k!r}: {v!r}' for k, v in bad.items())}; "
                          f"valid visibilities: {', '.join(VISIBILITIES)}")
     names = {k: v for k, v in source.items() if k != DEFAULT}
-    return Visibility(source.get(DEFAULT, "visible"), names)
+    return Visibility(source.get(DEFAULT, "visible"), names, when)
 
 
 def _test(part, name, points, max_points, output, visibility):
@@ -148,6 +173,9 @@ def gradescope_results(report, visibility=None, execution_time=None):
                "output": f"numpy_transformer assignment: {len(report.parts)} parts, "
                          f"{len(tests)} checks, {report.max_points} points; "
                          "each check's result is listed below."}
+    if visibility.hiding():
+        results["output"] += (f" Some checks stay hidden until "
+                              f"{visibility.reveal_after.isoformat(' ', 'minutes')}.")
     if getattr(report, "warning", ""):
         results["output"] += f" The grader's {report.warning}"
     if execution_time is not None:
