@@ -112,6 +112,17 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
         assert "could not be broadcast" not in messages and "gufunc" not in messages
 
 
+def test_the_known_slips_stay_on_the_teachers_side(student_copy):
+    """wrong_forms.py holds the parts' formulas: no student copy and no grading worker has it,
+    and the copy's check (no stand-ins) computes none."""
+    from numpy_transformer.course.assignment.runner import HARNESS_FILES
+    from numpy_transformer.course.assignment.steps import known_slips
+    here = student_copy / "numpy_transformer" / "course" / "assignment"
+    assert here.is_dir() and not list(here.glob("wrong_forms*"))
+    assert not [name for name in HARNESS_FILES if name.startswith("wrong_forms")]
+    assert known_slips("layernorm", None, x=None) == {}
+
+
 def test_numpys_own_message_still_gets_its_hint():
     raw = "ValueError: non-broadcastable output operand with shape (5,) doesn't match the " \
           "broadcast shape (3,5)"
