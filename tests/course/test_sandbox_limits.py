@@ -170,6 +170,7 @@ while True:
 raise RuntimeError(f"MEMORY {holding} of 3 children held 1.2 GB at once")'''
 
 
+@pytest.mark.slow                       # 3.6 GB touched twice: 10 to 30 s
 @needs_cgroup
 def test_three_children_of_1_2_gb_cannot_all_run(solution_copy, tmp_path):
     """Protection: the part's memory cgroup (2048 MiB for all its processes); each child
@@ -180,7 +181,8 @@ def test_three_children_of_1_2_gb_cannot_all_run(solution_copy, tmp_path):
     assert "MEMORY 3 of 3" in outside.stderr, outside.stderr[-2000:]
     message, report = probed(solution_copy, tmp_path, CHILDREN)
     assert "MEMORY 3 of 3" not in message, message
-    assert "ran out of memory" in message or "of 3 children held" in message, message
+    assert "ran out of memory (the limit is 2048 MiB for all the part's processes " \
+        "together)" in message, message
     assert "2048 MiB of memory for all its processes (a cgroup)" in report.warning
 
 

@@ -137,9 +137,14 @@ class Harness:
                             f"submission's total time limit ({self.total_timeout:g} s) was "
                             "reached")
         result = self._results(files, status, memory_mb)
-        if stopped.get("oom_kills") and result[2] is not None:
-            result = {}, {}, (f"ran out of memory (the limit is {memory_mb} MiB for all the "
-                              "part's processes together)")
+        if stopped.get("oom_kills"):
+            said = (f"ran out of memory (the limit is {memory_mb} MiB for all the part's "
+                    "processes together)")
+            if result[2] is not None:
+                result = {}, {}, said
+            for entry in result[1].values():            # a child killed, the worker not
+                if isinstance(entry, dict) and entry.get("state") == "error":
+                    entry["message"] = f"{entry.get('message', '')} (a process {said})"
         return _as_seen_from(root, seen["student"], _limits_named(result))
 
     def _prepare(self, root, reference):
