@@ -26,6 +26,11 @@ The flags go to the teacher (the grade table, the JSON, a hidden Gradescope test
 each with its file, line and source line; with `refuse` (`assignment grade
 --refuse-flagged`) a flagged part scores 0. The catalogue's right bodies and the
 correct alternative forms raise no flag (tests/course/test_assignment_honesty.py).
+
+What a reading cannot see: code the graded function reaches other than by a name
+of its file (a helper in another module of the student's, `getattr(x, "im" +
+"ag")`, a reference function the student changed). The flags are a teacher's
+lead, not a proof; the output tests stay the grade.
 """
 
 import ast
@@ -162,7 +167,8 @@ def scan_function(node, qualname, lines, part, path, added=None):
                 called = getattr(sub.func, "id", None) or getattr(sub.func, "attr", None)
                 if called in added:
                     todo.append((added[called], called))
-    return [Flag(part, path, line, tuple(sorted(kinds)), lines[line - 1].strip())
+    return [Flag(part, path, line, tuple(sorted(kinds)),
+                 lines[line - 1].strip()[:200] if line <= len(lines) else "")
             for line, kinds in sorted(found.items())]
 
 
@@ -184,11 +190,11 @@ def review(root, parts=None, reference=None):
         try:
             text = read_regular(file, str(file)).decode("utf-8")
             tree, ours = ast.parse(text), ast.parse((reference / path).read_text("utf-8"))
-        except (OSError, ValueError, SyntaxError, InputError):
+        except (OSError, ValueError, SyntaxError, RecursionError, InputError):
             continue                           # missing, not a regular file, or no Python
         theirs, known = _functions(tree), _functions(ours)
         added = {q.rpartition(".")[2]: fn for q, fn in theirs.items() if q not in known}
-        lines = text.splitlines()
+        lines = re.split(r"\r\n|\r|\n", text)             # as the parser counts lines
         for r in (r for r in regions if r.path == path):
             if r.qualname in theirs:
                 flags.setdefault(r.part, []).extend(
