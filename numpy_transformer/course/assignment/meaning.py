@@ -18,7 +18,8 @@ A key (`key(text)`) is a formula written once, in any of those spellings, and re
 same way. It is found in a text whose tokens hold its tokens in order, at most GAP
 other tokens between two of them (`dy w transp` is in "dy times W transposed"), or,
 for a key written in braces ("{pe dropout backward}"), all of them in any order within
-WINDOW tokens. A token of a key may list alternatives: "p|attnw".
+WINDOW tokens; a key opening with "=" has its tokens side by side ("=1 - t^2"). A token of a
+key may list alternatives: "p|attnw".
 """
 
 import re
@@ -109,7 +110,7 @@ WORDS = [
     (r"\bdivide (\w+) by\b", r" \1 / "),
     (r"\bminus\b|\bsubtract(?:ed|ing|s)?\b|\bless\b", " - "),
     (r"\bplus\b", " + "),
-    (r"\bdivided by\b|\bdivide by\b|\bover (?=\w\b|\d)", " / "),
+    (r"\bdivid(?:ed|ing|es) by\b|\bdivide by\b|\bover (?=\w\b|\d)", " / "),
     (r"\bsum(?:med|ming|s)?(?: (?:over|along|of|across))?\b|\brow ?sum\b|"
      r"\badd(?:s|ed|ing)? up\b|\btotal\b", " sum "),
     (r"\bmean(?: (?:over|along|of|across))?\b|\baverage[ds]?(?: (?:over|of))?\b|"
@@ -195,7 +196,7 @@ def key(text):
     `tokens`; in braces: any order. A word with alternatives ("p|attnw") is one slot."""
     ordered = not text.strip().startswith("{")
     words, choices = [], {}
-    for word in text.strip().strip("{}").split():
+    for word in text.strip().strip("{}=").split():
         if "|" in word:
             choices[f"qqslot{len(choices)}"] = frozenset(
                 t for w in word.split("|") for t in tokens(w)[:1])
@@ -204,12 +205,12 @@ def key(text):
     return ordered, tuple(choices.get(t, frozenset([t])) for t in tokens(" ".join(words)))
 
 
-def ordered_match(stream, slots, start=0, first=True):
-    """True when `slots` occur in `stream` in order from `start`, GAP apart at most."""
+def ordered_match(stream, slots, start=0, first=True, gap=GAP):
+    """True when `slots` occur in `stream` in order from `start`, `gap` apart at most."""
     if not slots:
         return True
-    stop = len(stream) if first else min(len(stream), start + GAP + 1)
-    return any(stream[i] in slots[0] and ordered_match(stream, slots[1:], i + 1, False)
+    stop = len(stream) if first else min(len(stream), start + gap + 1)
+    return any(stream[i] in slots[0] and ordered_match(stream, slots[1:], i + 1, False, gap)
                for i in range(start, stop))
 
 
@@ -228,6 +229,8 @@ def holds(text, keys):
     stream = tokens(text)
     for written in keys:
         ordered, slots = key(written)
-        if (ordered_match if ordered else unordered_match)(stream, slots):
+        if not ordered and unordered_match(stream, slots):
+            return True
+        if ordered and ordered_match(stream, slots, gap=0 if written[0] == "=" else GAP):
             return True
     return False

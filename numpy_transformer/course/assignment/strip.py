@@ -8,7 +8,9 @@
 
 A lesson's paragraph that states a formula may carry its student copy's question, a line
 `<!-- student: What does ...? -->` inside the paragraph (hidden when the reference is
-rendered): the copy asks it where the paragraph was.
+rendered): the copy asks it where the paragraph was. One naming a part (`<!-- student
+embedding: ... -->`) replaces its paragraph whenever the part is stubbed, formula or not (a
+paragraph that says how, in words the key formulas do not cover).
 
 A docstring is cut into blocks: a line at the docstring's own indentation that starts
 like a heading ("Backward:", "Saved:", "Input: with g = ...") or follows a blank line
@@ -28,7 +30,7 @@ from .registry import LESSONS
 HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
 COMMENT = re.compile(r"\s*#[^\"']*$")
 LIST_ITEM = re.compile(r"^\s*([-*]|\d+\.) ")
-STUDENT = re.compile(r"^\s*<!-- student:\s?(.*?)\s*-->\s*$")   # a lesson's question for a copy
+STUDENT = re.compile(r"^\s*<!-- student(?: (\w+))?:\s?(.*?)\s*-->\s*$")   # a copy's question
 UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
 # A part's fast forms, (file, function, its plain call): named drop-ins that compute the
 # part's answer another way, for training. A copy that stubs the part holds none of them.
@@ -171,22 +173,26 @@ def strip_prose(lines, parts):
     """Markdown lines less each block that holds a formula of `parts`. In its place, the
     block's own question for a student copy (a line `<!-- student: ... -->` in the block:
     hidden in the reference; `<!-- student: -->` leaves nothing), else one sentence (a list
-    item's marker kept) saying what to derive."""
+    item's marker kept) saying what to derive. A question replaces its whole block, a list
+    item's marker included."""
     out, cut = list(lines), set()
     for block in prose_blocks(lines):
         asks = [STUDENT.match(lines[i]) for i in block]
         text = " ".join(lines[i] for i, ask in zip(block, asks) if not ask)
-        hit = formula_hits(text, parts)
+        named = [ask.group(1) for ask in asks if ask and ask.group(1) in parts]
+        hit = formula_hits(text, parts) or named
         if hit:
             item = LIST_ITEM.match(lines[block[0]])
             generic = (f"*Derive this yourself (assignment part{'s' if len(hit) > 1 else ''} "
                        f"{', '.join(hit)}: this step is left out of the student copy).*")
-            question = " ".join(ask.group(1) for ask in asks if ask)
-            out[block[0]] = (item.group(0) if item else "") + (question if any(asks) else generic)
+            question = " ".join(ask.group(2) for ask in asks if ask)
+            out[block[0]] = question if any(asks) else (item.group(0) if item else "") + generic
             cut.update(block[1:])
         else:
             cut.update(i for i, ask in zip(block, asks) if ask)
-    return [line for i, line in enumerate(out) if i not in cut]
+    kept = [line for i, line in enumerate(out) if i not in cut]
+    return [line for i, line in enumerate(kept)                  # no run of blank lines
+            if line.strip() or i == 0 or kept[i - 1].strip()]
 
 
 def strip_notebook(path, parts):
@@ -195,7 +201,8 @@ def strip_notebook(path, parts):
     for cell in book.get("cells", []):
         source = cell.get("source", [])
         text = "".join(source) if isinstance(source, list) else source
-        if not formula_hits(text, parts):
+        asked = any(ask and ask.group(1) in parts for ask in map(STUDENT.match, text.split("\n")))
+        if not (formula_hits(text, parts) or asked):
             continue
         if cell.get("cell_type") == "code":
             lines = strip_source(text, parts).split("\n")
