@@ -277,3 +277,20 @@ def test_without_a_private_root_the_network_and_process_limits_still_hold(loopba
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     seen = json.loads(done.stdout)
     assert seen["network"] != "connected" and seen["nproc"] == [PROCESSES, PROCESSES], seen
+
+
+def test_where_the_network_namespace_is_refused_the_line_says_so():
+    """The fallback of a kernel that allows the other namespaces but not a network one:
+    unshare without --net, and the line says the network is not closed, and why."""
+    from numpy_transformer.course.assignment.limits import limits_line
+    from numpy_transformer.course.assignment.sandbox import Sandbox
+    box = Sandbox("root", "network namespace refused: unshare refused: ...", "/usr/bin/unshare",
+                  network=False)
+    argv = box.command(sys.executable, "/nonexistent", {"harness": ("/nonexistent", False)},
+                       ["-c", "pass"])
+    assert "--net" not in argv and "--pid" in argv, argv
+    assert box.line.startswith("sandbox: user+mount+pid namespaces, private root"), box.line
+    said = limits_line(box, GROUPS, 60, 600, 2048)
+    assert said.startswith("limits per part: network not closed (no network namespace: "
+                           "network namespace refused: "), said
+    assert Sandbox("pid", "x", "/usr/bin/unshare").network and not Sandbox("none", "x").network

@@ -143,9 +143,8 @@ def part_groups(python=None):
 def limits_line(box, groups, timeout, total_timeout, memory_mb):
     """The limits in force, in words (after the sandbox line): network, processes, memory,
     disk, time."""
-    contained = box.level in ("root", "pid") or (box.level == "user" and box.tool)
-    network = ("no network (a network namespace of its own)" if contained
-               else "network not limited (no network namespace)")
+    network = ("no network (a network namespace of its own)" if box.network
+               else f"network not closed (no network namespace: {box.why or box.level})")
     nproc = box.level == "user" or (box.level in ("root", "pid") and os.geteuid() != 0)
     if groups.parents:
         processes = f"{PROCESSES} processes (a cgroup)"

@@ -70,11 +70,14 @@ LAYOUT = ("import json, os, sys, sysconfig, numpy; print(json.dumps({'prefixes':
 class Sandbox:
     """How the workers of this machine run: `level`, `line` (the protections in force)."""
 
-    def __init__(self, level, why="", tool=None, user=None):
+    def __init__(self, level, why="", tool=None, user=None, network=True):
         self.level, self.tool, self.user, self.why = level, tool, user, why
+        self.network = network and tool is not None   # a network namespace of its own
         self.line = LINES[level].format(why=why, name=user and user.pw_name,
                                         pid=" in user+pid+network namespaces" if tool
                                         else "")
+        if not self.network:
+            self.line = self.line.replace("+network", "")
 
     def become(self):
         """In the worker's process before exec: the unprivileged user, where there is one."""
@@ -116,7 +119,8 @@ class Sandbox:
                             in binds.items() if mode != "copy"],
                         copies=[[str(out), f"{INSIDE}/{name}"]
                                 for name, (out, mode) in binds.items() if mode == "copy"])
-        words = UNSHARE if self.level == "root" else PID_ONLY
+        words = [w for w in (UNSHARE if self.level == "root" else PID_ONLY)
+                 if self.network or w != "--net"]
         return [self.tool, *words, python, "-I", "-S", here, json.dumps(plan), "--",
                 python, *worker_argv]
 
@@ -177,7 +181,7 @@ def hidden_folders(python):
                    for form in (os.path.abspath(f), os.path.realpath(f))})
 
 
-def _probe(tool, words, python, user=None):
+def _probe(tool, words, python, user=None, network=True):
     """'' when `python -c ''` runs under these unshare words (and in a private root), or why
     not."""
     import tempfile
@@ -188,7 +192,7 @@ def _probe(tool, words, python, user=None):
                         os.path.join(harness, SCRIPT))
         os.mkdir(os.path.join(tmp, "root"))
         box = Sandbox("root" if words == UNSHARE else ("user" if user else "pid"),
-                      tool=tool, user=user)
+                      tool=tool, user=user, network=network)
         box.hand_over([tmp, harness], [])
         argv = box.command(python, os.path.join(tmp, "root"), {"harness": (harness, False)},
                            ["-I", "-c", PROBE])
@@ -211,8 +215,12 @@ def isolation(python=None):
     refused = _probe(tool, UNSHARE, python)
     if not refused:
         return Sandbox("root", tool=tool)
-    if not _probe(tool, PID_ONLY, python):
-        return as_user(Sandbox("pid", f"mount namespace refused: {refused}", tool), python)
+    if not _probe(tool, UNSHARE, python, network=False):     # all but the network namespace
+        return Sandbox("root", f"network namespace refused: {refused}", tool, network=False)
+    for network in (True, False):
+        if not _probe(tool, PID_ONLY, python, network=network):
+            return as_user(Sandbox("pid", f"mount namespace refused: {refused}", tool,
+                                   network=network), python)
     return as_user(Sandbox("none", refused), python)
 
 
@@ -226,8 +234,9 @@ def as_user(box, python):
     try:
         user = pwd.getpwnam(name)
     except KeyError:
-        return Sandbox(box.level, f"{box.why}; no user {name}", box.tool)
+        return Sandbox(box.level, f"{box.why}; no user {name}", box.tool, network=box.network)
     for tool in ([box.tool] if box.tool else []) + [None]:
-        if user.pw_uid != 0 and not _probe(tool, PID_ONLY, python, user):
-            return Sandbox("user", box.why, tool, user)
-    return Sandbox(box.level, f"{box.why}; the user {name} cannot run Python here", box.tool)
+        if user.pw_uid != 0 and not _probe(tool, PID_ONLY, python, user, box.network):
+            return Sandbox("user", box.why, tool, user, network=box.network)
+    return Sandbox(box.level, f"{box.why}; the user {name} cannot run Python here", box.tool,
+                   network=box.network)
