@@ -294,3 +294,26 @@ def test_where_the_network_namespace_is_refused_the_line_says_so():
     assert said.startswith("limits per part: network not closed (no network namespace: "
                            "network namespace refused: "), said
     assert Sandbox("pid", "x", "/usr/bin/unshare").network and not Sandbox("none", "x").network
+
+
+@needs_cgroup
+def test_cgroups_left_by_a_killed_grader_are_removed_and_none_is_left_after_grading(
+        solution_copy, tmp_path):
+    from numpy_transformer.course.assignment import limits
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = [os.path.join(parent, f"nt-part-{dead}-0") for parent in GROUPS.parents.values()]
+    for folder in stale:
+        os.mkdir(folder)
+    limits.part_groups.cache_clear()
+    try:
+        assert limits.part_groups().parents == GROUPS.parents
+        assert not any(os.path.exists(folder) for folder in stale), stale
+        grade(fresh(solution_copy, tmp_path), parts=["gelu"])
+        mine = [n for parent in GROUPS.parents.values() for n in os.listdir(parent)
+                if n.startswith(f"nt-part-{os.getpid()}-")]
+        assert mine == [], mine
+    finally:
+        for folder in stale:
+            if os.path.exists(folder):
+                os.rmdir(folder)

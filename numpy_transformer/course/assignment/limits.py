@@ -118,6 +118,19 @@ class PartGroups:
         return PartGroup(self.parents, memory_mb) if self.parents else None
 
 
+def _remove_stale(parents):
+    """Remove the part cgroups a grader killed before it could remove them (its process is
+    gone; an empty cgroup is removed, one still holding a process is refused: kept)."""
+    for parent in parents.values():
+        for name in os.listdir(parent):
+            pid = name.split("-")[2] if name.startswith("nt-part-") else ""
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass
+
+
 @functools.lru_cache(maxsize=None)
 def part_groups(python=None):
     """The PartGroups of this machine, probed once per process (Linux only)."""
@@ -127,6 +140,7 @@ def part_groups(python=None):
         parents = _own_folders()
         if not parents or ("v2" not in parents and len(parents) < 2):
             return PartGroups({}, "no cgroup memory and pids controllers here")
+        _remove_stale(parents)
         group = PartGroup(parents, 256)
         try:
             done = subprocess.run([python or sys.executable, "-I", "-S", "-c", "pass"],
