@@ -317,3 +317,23 @@ def test_cgroups_left_by_a_killed_grader_are_removed_and_none_is_left_after_grad
         for folder in stale:
             if os.path.exists(folder):
                 os.rmdir(folder)
+
+
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_without_a_cgroup_the_line_says_what_bounds_the_total(monkeypatch, euid):
+    """The fallback where no cgroup may be made: RLIMIT_NPROC x RLIMIT_AS for a grader who is
+    not root; for the real root (whom RLIMIT_NPROC does not bind) processes not limited."""
+    from numpy_transformer.course.assignment import limits
+    from numpy_transformer.course.assignment.sandbox import Sandbox
+    monkeypatch.setattr(limits.os, "geteuid", lambda: euid)
+    said = limits.limits_line(Sandbox("root", "", "/usr/bin/unshare"),
+                              limits.PartGroups({}, "cgroup v2 without delegation"), 60, 600,
+                              2048)
+    if euid:
+        assert (f"{PROCESSES} processes (RLIMIT_NPROC; no cgroup: cgroup v2 without "
+                f"delegation), 2048 MiB of memory per process (RLIMIT_AS), {PROCESSES} x "
+                "2048 MiB in all") in said, said
+    else:
+        assert "processes not limited (no cgroup: cgroup v2 without delegation; " \
+            "RLIMIT_NPROC does not bind the grader's user here), 2048 MiB of memory per " \
+            "process (RLIMIT_AS), not in all" in said, said
