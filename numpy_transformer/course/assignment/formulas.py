@@ -58,7 +58,8 @@ FORMULAS = {
     "adamw": ("1 - lr wd", "-= lr wd", "p - lr wd p", "{lr wd p shrink|shrinks|decays}",
               "shrink|shrinks|shrunk lr wd"),
     "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first"),
-    "decoder_stack": ("dmemory = dk + dv", "dmemory sum", "cross-attention dk + dv"),
+    "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum",
+                      "{dmemory sum blocks}", "cross-attention dk + dv"),
 }
 
 

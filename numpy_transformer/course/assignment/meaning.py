@@ -96,7 +96,8 @@ WORDS = [
     (r"\bgrad(?:ient)?s? (?:of|with respect to|w\.r\.t\.?) (?:the )?(?:weights?|w)\b|"
      r"\bweight grad(?:ient)?s?\b", " dw "),
     (r"\bgrad(?:ient)?s? (?:of|with respect to|w\.r\.t\.?) (?:the )?(?:scores|s)\b", " ds "),
-    (r"\bgrad(?:ient)?s? (?:of|with respect to|w\.r\.t\.?) (?:the )?memory\b", " dmemory "),
+    (r"\bgrad(?:ient)?s? (?:of|with respect to|w\.r\.t\.?) (?:the )?memory\b|"
+     r"\bmemory'?s? grad(?:ient)?s?\b", " dmemory "),
     (r"\bweight matrix\b|\bweights?\b", " w "),
     (r"\bd\s*(?:l|ell|loss|mathcal l)\s*\)?\s*/\s*\(?\s*d\s*(\w+)", r" d\1 "),
     (r"\bsquare roots?(?: of)?\b", " sqrt "),

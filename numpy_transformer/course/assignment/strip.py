@@ -191,6 +191,8 @@ def strip_prose(lines, parts):
         else:
             cut.update(i for i, ask in zip(block, asks) if ask)
     kept = [line for i, line in enumerate(out) if i not in cut]
+    while len(kept) > 1 and not kept[-1].strip():
+        kept.pop()                                              # nor a blank line at the end
     return [line for i, line in enumerate(kept)                  # no run of blank lines
             if line.strip() or i == 0 or kept[i - 1].strip()]
 
