@@ -123,6 +123,34 @@ def test_the_known_slips_stay_on_the_teachers_side(student_copy):
     assert known_slips("layernorm", None, x=None) == {}
 
 
+def test_an_error_names_the_line_that_raised_it_or_called_a_helper_that_did(tmp_path,
+                                                                           monkeypatch):
+    """steps.graded on a package of two files: NumPy's error at the line that computes,
+    and a helper's own `raise` at the line that called the helper, with its message."""
+    import importlib
+
+    from numpy_transformer.course.assignment.steps import graded
+    package = tmp_path / "fake_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text(
+        "def saved():\n    raise ValueError('backward called before forward')\n")
+    (package / "layer.py").write_text(
+        "import numpy as np\nfrom .core import saved\n\ndef bad():\n"
+        "    a = np.ones((3, 4)) + np.ones((2, 4))\n\ndef early():\n    x = saved()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    @graded
+    def scenario(pkg, source, standins, which):
+        getattr(importlib.import_module(f"{pkg}.layer"), which)()
+    with pytest.raises(ValueError, match=r"^line 5 of layer\.py: shapes \(3, 4\) and \(2, 4\) "
+                                         r"do not match while computing a; the line reads `a = "):
+        scenario("fake_package", None, None, which="bad")
+    with pytest.raises(ValueError, match=r"^line 8 of layer\.py: backward called before "
+                                         r"forward while computing x; the line reads `x = "):
+        scenario("fake_package", None, None, which="early")
+
+
 def test_numpys_own_message_still_gets_its_hint():
     raw = "ValueError: non-broadcastable output operand with shape (5,) doesn't match the " \
           "broadcast shape (3,5)"

@@ -160,17 +160,22 @@ def graded(scenario):
 
 def student_frame(error, pkg):
     """(frame, line number, path in the package) of the innermost frame of `error`'s
-    traceback in a file of the package `pkg` other than the harness's, or None."""
+    traceback in a file of the package `pkg` other than the harness's, or None. A frame
+    whose line is a `raise` (a helper's own clear error, such as "backward called before
+    forward") gives way to the line that called it."""
     module = sys.modules.get(pkg)
     if module is None or not getattr(module, "__file__", None):
         return None
-    root, found, tb = os.path.dirname(os.path.realpath(module.__file__)), None, error.__traceback__
+    root, found, tb = os.path.dirname(os.path.realpath(module.__file__)), [], error.__traceback__
     while tb is not None:
         path = os.path.realpath(tb.tb_frame.f_code.co_filename)
         if path.startswith(root + os.sep) and not path.startswith(HERE + os.sep):
-            found = (tb.tb_frame, tb.tb_lineno, os.path.relpath(path, root).replace(os.sep, "/"))
+            found.append((tb.tb_frame, tb.tb_lineno,
+                          os.path.relpath(path, root).replace(os.sep, "/")))
         tb = tb.tb_next
-    return found
+    called = [f for f in found if not linecache.getline(
+        f[0].f_code.co_filename, f[1]).lstrip().startswith("raise ")]
+    return (called or found or [None])[-1]
 
 
 def located(error, pkg):
@@ -182,7 +187,7 @@ def located(error, pkg):
     frame, lineno, path = found
     source = linecache.getline(frame.f_code.co_filename, lineno).strip()
     shown = source if len(source) <= 70 else source[:67] + "..."
-    what = mismatch(str(error), source, frame) or f"{type(error).__name__}: {error}"[:150]
+    what = mismatch(str(error), source, frame) or str(error)[:150]
     target = computing(source)
     return (f"line {lineno} of {path}: {what}" + (f" while computing {target}" if target else "")
             + f"; the line reads `{shown}`")
