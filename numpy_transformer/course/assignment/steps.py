@@ -150,12 +150,22 @@ def graded(scenario):
             text = located(error, pkg)
             if not text:
                 raise
-            try:
-                again = type(error)(text)
-            except Exception:                                       # noqa: BLE001
-                again = RuntimeError(text)
-            raise again from error
+            raise rebuilt(error, text) from error
     return run
+
+
+def rebuilt(error, text):
+    """An exception of `error`'s type holding the message `text`, or of the nearest base type
+    whose message is `text` (NumPy's MemoryError wants a shape and a dtype; a KeyError
+    quotes its message)."""
+    for kind in type(error).__mro__:
+        try:
+            again = kind(text)
+        except Exception:                                           # noqa: BLE001
+            continue
+        if str(again) == text:
+            return again
+    return RuntimeError(text)
 
 
 def student_frame(error, pkg):
