@@ -4,17 +4,28 @@ When a student's array disagrees with the reference's, `diagnose` tests common
 signatures of a mistake against the expected array and says what it sees:
 
     a constant factor   have = c want, named when c is 1/B, B, 1/N, N, 2, 1/2, -1,
-                        sqrt(d) or 1/sqrt(d) (B the first axis, N the rows, d the last
-                        axis of the array), else "a constant factor of c"
+                        sqrt(d), 1/sqrt(d) (B the first axis of an array of 3 axes or more,
+                        N the rows, d the last axis) or a float argument of the task (p,
+                        dloss, ...: c, 1/c, 1 - c, 1/(1 - c)), else "a constant factor of c";
+                        every check's sizes keep these apart (test_assignment_sizes.py)
     a transpose         have = want with its last two axes swapped
     too few axes summed have has more axes; summed over the extra leading ones it agrees
     assigned, not added have = want - what the gradient held before (prefilled checks)
     a mask not applied  have agrees (up to a constant factor) except where want is 0
     a fresh draw        a dropout stand-in counted more than one mask drawn
     a term of a sum     want - have (or have - want) is one of the check's named terms
-                        (outputs "term.<label>" of its scenario, never compared)
+                        (outputs "term.<label>" of its scenario, never compared); a term
+                        missing is named before a term alone
+    a known slip        have is the array a named slip gives ("term.<output>|<cause>",
+                        from wrong_forms.py in the grader's reference run: another GELU
+                        form's derivative, a bias correction left out, a child's backward
+                        skipped, ...): "is exactly what you get when <cause>"
+    an input passed on  have is an input array of the task (the incoming gradient, dV, x2)
+    a child skipped     a child's parameter gradient is all zero
 
-Never the expected formula: only how the two arrays relate. "" when nothing fits.
+Never the expected formula: only how the two arrays relate, and the slip's name in words.
+"" when nothing fits. `error_hint` adds to a worker's error message (steps.located
+names the student's line, the shapes and the array being computed).
 `import_failure` turns a worker's "SyntaxError: ... (softmax.py, line 49)" into one
 clear message: "layers/softmax.py does not import: SyntaxError at line 49".
 """
