@@ -144,9 +144,8 @@ def test_one_formula_in_several_spellings_reads_as_one_token_stream():
     assert tokens("x / (1 - p)") == tokens("x divided by the keep probability")
 
 
-def copy_texts(copy):
-    """(file:line, text) of every line of every file of `copy` (a notebook's sources and
-    outputs), and of every two lines together (a formula wrapped over a line break)."""
+def copy_lines(copy):
+    """(file, [lines]) of every text file of `copy` (a notebook's sources and outputs)."""
     for path in sorted(p for p in Path(copy).rglob("*") if p.is_file()):
         try:
             text = path.read_text(encoding="utf-8")
@@ -158,15 +157,27 @@ def copy_texts(copy):
                      for chunk in [cell.get("source", [])] + [o.get("text", "")
                                                               for o in cell.get("outputs", [])]
                      for line in "".join(chunk).split("\n")]
-        for number, line in enumerate(lines, start=1):
-            yield f"{path.relative_to(copy)}:{number}", line
-            if number < len(lines):
-                yield f"{path.relative_to(copy)}:{number}-{number + 1}", line + " " + lines[number]
+        yield path.relative_to(copy), lines
+
+
+def copy_hits(copy):
+    """[(file:line, parts, text)] of every line of `copy` stating a formula, and of every two
+    lines that state one together but not apart (a formula wrapped over a line break)."""
+    hits = []
+    for name, lines in copy_lines(copy):
+        alone = [formula_hits(line) for line in lines]
+        for i, line in enumerate(lines):
+            if alone[i]:
+                hits.append((f"{name}:{i + 1}", alone[i], line.strip()))
+            if i + 1 < len(lines) and not (alone[i] or alone[i + 1]):
+                both = formula_hits(line + " " + lines[i + 1])
+                if both:
+                    hits.append((f"{name}:{i + 1}-{i + 2}", both, line.strip()))
+    return hits
 
 
 def test_a_full_student_copy_states_no_formula_by_meaning(student_copy):
-    hits = [(where, formula_hits(text), text.strip()) for where, text in copy_texts(student_copy)
-            if formula_hits(text)]
+    hits = copy_hits(student_copy)
     assert not hits, "formulas in the student copy:\n" + "\n".join(
         f"  {where} {parts}: {text[:160]!r}" for where, parts, text in hits)
 
@@ -174,8 +185,8 @@ def test_a_full_student_copy_states_no_formula_by_meaning(student_copy):
 def test_the_scan_finds_a_reworded_formula_planted_in_a_copy(tmp_path):
     (tmp_path / "notes.md").write_text("The backward is easy: multiply the upstream gradient\n"
                                        "by the transposed weight.\n")
-    assert [(where, formula_hits(text)) for where, text in copy_texts(tmp_path)
-            if formula_hits(text)] == [("notes.md:1-2", ["linear"])]
+    assert [(where, parts) for where, parts, _ in copy_hits(tmp_path)] == [
+        ("notes.md:1-2", ["linear"])]
 
 
 def test_no_check_sentence_says_how_to_compute_its_answer():

@@ -58,7 +58,7 @@ FORMULAS = {
     "adamw": ("1 - lr wd", "-= lr wd", "p - lr wd p", "{lr wd p shrink|shrinks|decays}",
               "shrink|shrinks|shrunk lr wd"),
     "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first"),
-    "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum",
+    "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum", "dq + dk + dv",
                       "{dmemory sum blocks}", "cross-attention dk + dv"),
 }
 
