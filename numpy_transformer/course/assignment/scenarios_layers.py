@@ -170,7 +170,8 @@ def adam(pkg, source, standins, steps, hyper, shapes, optimizer="Adam"):
     found["inplace"] = np.array(all(model.params[n] is a for n, a in arrays.items()))
     first = {name: source.arrays[f"param.{name}"] for name in shapes}
     return {**found, **known_slips("adam", standins, params=first, grads=drawn, steps=steps,
-                                   hyper=hyper, optimizer=kind)}
+                                   hyper=hyper, optimizer=kind,
+                                   decay=getattr(standins, "decay", None))}
 
 
 @graded

@@ -115,41 +115,41 @@ def cross_entropy(targets, dx, ignore_index, smoothing, vocab, dloss):
     return found
 
 
-def adam(params, grads, steps, hyper, optimizer):
+def adam(params, grads, steps, hyper, optimizer, decay):
     """Whole runs of Adam's updates, each with one slip ({name: first value}, {(step, name):
-    gradient}; `optimizer` "Adam" or "AdamW", whose decay is the stand-in's 0.97)."""
+    gradient}; `optimizer` "Adam" or "AdamW", whose decay is the stand-in `decay`)."""
     lr, (b1, b2) = hyper["lr"], hyper.get("betas", (0.9, 0.999))
     eps = hyper.get("eps", 1e-8)
     wd = hyper.get("weight_decay", 0.01 if optimizer == "AdamW" else 0.0)
-    slips_ = {"the bias correction is left out": (False, False, True, False),
-              "only the first moment is bias-corrected": (True, False, True, False),
-              "only the second moment is bias-corrected": (False, True, True, False),
+    coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
+
+    def run(p, name, first=True, second=True, kept=True, l2=coupled):
+        m, v, found = 0.0 * p, 0.0 * p, {}
+        for step in range(steps):
+            t, before = step + 1, p.copy()
+            if wd and optimizer == "AdamW":
+                decay(p, wd)
+            g = grads[step, name] + (wd * p if l2 else 0.0)
+            m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+            m_hat = m_new / (1 - b1**t) if first else m_new
+            v_hat = v_new / (1 - b2**t) if second else v_new
+            p -= lr * m_hat / (np.sqrt(v_hat) + eps)
+            m, v = (m_new, v_new) if kept else (m, v)
+            found[step] = p - before
+        return found
+    slips_ = {"the bias correction is left out": dict(first=False, second=False),
+              "only the first moment is bias-corrected": dict(second=False),
+              "only the second moment is bias-corrected": dict(first=False),
               "the moments are not kept from one step to the next (the optimizer's state is "
-              "not updated in place)": (True, True, False, False)}
-    if wd and optimizer == "Adam":
-        slips_["the L2 weight decay is left out of the gradient"] = (True, True, True, None)
+              "not updated in place)": dict(kept=False)}
+    if coupled:
+        slips_["the L2 weight decay is left out of the gradient"] = dict(l2=False)
     if wd and optimizer == "AdamW":
         slips_["the weight decay is also added to the gradient (AdamW's decay is decoupled "
-               "only)"] = (True, True, True, True)
-    found = {}
-    for cause, (first, second, kept, l2) in slips_.items():
-        for name, p0 in params.items():
-            p, m, v = np.array(p0, dtype=float), 0.0 * p0, 0.0 * p0
-            for step in range(steps):
-                t, before = step + 1, p.copy()
-                if wd and optimizer == "AdamW":
-                    p *= 0.97
-                g = grads[step, name]
-                if l2 is True or (l2 is False and optimizer == "Adam" and wd):
-                    g = g + wd * p
-                m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-                m_hat = m_new / (1 - b1**t) if first else m_new
-                v_hat = v_new / (1 - b2**t) if second else v_new
-                p -= lr * m_hat / (np.sqrt(v_hat) + eps)
-                if kept:
-                    m, v = m_new, v_new
-                found[f"update.{step}.{name}|{cause}"] = p - before
-    return found
+               "only)"] = dict(l2=True)
+    return {f"update.{step}.{name}|{cause}": update
+            for cause, slip in slips_.items() for name, p0 in params.items()
+            for step, update in run(np.array(p0, dtype=float), name, **slip).items()}
 
 
 def adamw_decay(p, lrs, weight_decay):
