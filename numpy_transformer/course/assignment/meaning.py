@@ -228,8 +228,11 @@ def unordered_match(stream, slots):
 def holds(text, keys):
     """True when `text` holds one of `keys` (texts read by `key`)."""
     stream = tokens(text)
+    present = set(stream)
     for written in keys:
         ordered, slots = key(written)
+        if not all(slot & present for slot in slots):
+            continue                                  # a token of the key is missing
         if not ordered and unordered_match(stream, slots):
             return True
         if ordered and ordered_match(stream, slots, gap=0 if written[0] == "=" else GAP):
