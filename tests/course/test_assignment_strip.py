@@ -10,6 +10,7 @@
   only the cell that states one.
 """
 
+from numpy_transformer.course.assignment.make import PACKAGE, make
 from numpy_transformer.course.assignment.markers import Region
 from numpy_transformer.course.assignment.registry import LESSONS
 from numpy_transformer.course.assignment.strip import (strip_inline, strip_prose, strip_source,
@@ -77,3 +78,13 @@ def test_a_hint_stating_a_formula_names_its_part_and_a_table_loses_one_cell():
         f"({LESSONS['adamw']})")
     assert strip_inline("| 07 | the loss and its (p - onehot) / N gradient | 3 |",
                         ["cross_entropy"]) == "| 07 | (derive it) | 3 |"
+
+
+def test_no_copy_shows_a_lessons_hidden_questions(tmp_path):
+    """Every lesson holds some; a copy stubbing one part asks those that replace its
+    paragraphs and holds no other."""
+    assert any("<!-- student" in book.read_text(encoding="utf-8")
+               for book in (PACKAGE.parent / "notebooks").glob("*.ipynb"))
+    make(tmp_path / "copy", parts=["linear"])
+    assert not [book.name for book in (tmp_path / "copy" / "notebooks").glob("*.ipynb")
+                if "<!-- student" in book.read_text(encoding="utf-8")]
