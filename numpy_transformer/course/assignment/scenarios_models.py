@@ -163,20 +163,7 @@ def decoder(pkg, source, standins, layers, d_model, batch, length, memory_length
     x = source.normal("x", (batch, length, d_model))
     memory = source.normal("memory", (batch, memory_length, d_model))
     found = forward_backward(model, source, (x, memory), count=2)
-    if standins is None:
-        return found
-    terms = memory_terms(model.layers if hasattr(model, "layers") else [model])
-    return {**found, **terms, **known_slips("decoder", standins, model=model, decoder=True,
-                                            dout=source.arrays["dout"], block_only=block_only,
-                                            reference=found)}
+    return {**found, **known_slips("decoder", standins, model=model, decoder=True,
+                                   dout=source.arrays["dout"], block_only=block_only,
+                                   reference=found)}
 
-
-def memory_terms(blocks):
-    """The terms of the memory gradient (never compared: named for the diagnosis, parts.py):
-    each block's cross-attention key and value gradients, as the stand-ins returned them."""
-    parts = [block.cross_attn.returned[1:] for block in blocks]
-    terms = {"term.the value part of the memory gradient": sum(dv for _, dv in parts)}
-    if len(blocks) > 1:
-        terms.update({f"term.the memory gradient of block {i + 1}": dk + dv
-                      for i, (dk, dv) in enumerate(parts)})
-    return terms

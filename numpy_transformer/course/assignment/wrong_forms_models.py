@@ -10,9 +10,6 @@ arrays that the slip changes are returned, as "<output>|<cause>".
 
 import numpy as np
 
-DROPOUT_SKIPPED = "the dropout's backward is skipped"
-
-
 def rerun(module, before, run):
     """{"dx.i", "grad.<name>": array} that `run()` (a variant backward, returning the input
     gradient(s)) gives on `module` with its gradients starting at `before` ({name: array});
@@ -109,7 +106,8 @@ def feedforward(layer, dout, reference):
         dh = dh if skip == "dropout" else layer.dropout.backward(dh)
         dh = dh if skip == "activation" else layer.activation.backward(dh)
         return layer.linear_1.backward(dh)
-    found = changed(DROPOUT_SKIPPED, rerun(layer, {}, lambda: run("dropout")), reference)
+    found = changed("the dropout's backward is skipped",
+                    rerun(layer, {}, lambda: run("dropout")), reference)
     found.update(changed("the activation's backward is skipped",
                          rerun(layer, {}, lambda: run("activation")), reference))
     return found
@@ -124,13 +122,25 @@ def encoder_block(block, dout, query_only=False, skip_feed_forward=False):
     return dx + block.sublayers[0].enter_backward(dq if query_only else dq + dk + dv)
 
 
+def memory_terms(blocks):
+    """The terms of the memory gradient (sum terms, "<label>"): each block's cross-attention
+    key and value gradients, as the stand-ins returned them in the backward under test."""
+    parts = [block.cross_attn.returned[1:] for block in blocks]
+    terms = {"the value part of the memory gradient": sum(dv for _, dv in parts)}
+    if len(blocks) > 1:
+        terms.update({f"the memory gradient of block {i + 1}": dk + dv
+                      for i, (dk, dv) in enumerate(parts)})
+    return terms
+
+
 def stack(model, dout, decoder, block_only, reference):
-    """Encoder / decoder slips: a block's self-attention passing back the query's part only,
-    a block's feed-forward skipped (encoder), the final norm skipped, the blocks in the
-    forward order."""
+    """Encoder / decoder slips: the memory gradient's terms (decoder), a block's
+    self-attention passing back the query's part only, a block's feed-forward skipped
+    (encoder), the final norm skipped, the blocks in the forward order."""
+    terms = memory_terms([model] if block_only else model.layers) if decoder else {}
     if block_only:
         if decoder:
-            return {}
+            return terms
         found = changed("the self-attention's gradient keeps the query's part only (the "
                         "block's input was read as query, key and value)",
                         rerun(model, {}, lambda: encoder_block(model, dout, query_only=True)),
@@ -148,8 +158,9 @@ def stack(model, dout, decoder, block_only, reference):
                 d, dm = d
                 memory.append(dm)
         return (d, sum(memory)) if decoder else d
-    found = changed("the blocks' backward runs in the forward order (the last block's must "
-                    "come first)", rerun(model, {}, lambda: run(forward=True)), reference)
+    found = {**terms, **changed("the blocks' backward runs in the forward order (the last "
+                                "block's must come first)",
+                                rerun(model, {}, lambda: run(forward=True)), reference)}
     if model.norm is not None:
         found.update(changed("the final LayerNorm's backward is skipped",
                              rerun(model, {}, lambda: run(skip_norm=True)), reference))
