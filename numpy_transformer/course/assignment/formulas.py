@@ -59,7 +59,7 @@ FORMULAS = {
               "shrink|shrinks|shrunk lr wd"),
     "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first"),
     "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum", "dq + dk + dv",
-                      "{dmemory sum blocks}", "cross-attention dk + dv"),
+                      "sum dmemory blocks", "cross-attention dk + dv"),
 }
 
 
