@@ -8,7 +8,7 @@ and, in a student copy, `check` its parts.
     python -m numpy_transformer assignment grade DIR1 DIR2 ... --csv class.csv [--jobs N]
         [--report SUMMARY_DIR]
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
-        [--seed N] [--refuse-flagged] [--reveal-after DATE]
+        [--seed N] [--refuse-flagged] [--reveal-after DATE] [--total-timeout SECONDS]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
@@ -50,11 +50,16 @@ def _run_autograder(args):
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed,
-                           refuse_flagged=args.refuse_flagged, reveal_after=args.reveal_after)
+                           refuse_flagged=args.refuse_flagged, reveal_after=args.reveal_after,
+                           total_timeout=args.total_timeout)
 
 
 VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
                    "visible, hidden, after_due_date or after_published (default: all visible)")
+
+
+TOTAL_HELP = ("time limit of a whole submission: parts not run when it is spent score 0, "
+              "saying so (default 600)")
 
 
 REFUSE_HELP = ("score 0 for a part whose graded code computes on complex numbers, reads .imag, "
@@ -95,16 +100,16 @@ def _add_grade(commands):
     grade.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="time limit of each part (default 60)")
     grade.add_argument("--total-timeout", type=positive_float, default=600.0,
-                       metavar="SECONDS", help="time limit of a whole submission: parts not "
-                       "run when it is spent score 0, saying so (default 600)")
+                       metavar="SECONDS", help=TOTAL_HELP)
     grade.add_argument("--seed", type=nonnegative_int, metavar="N",
                        help="draw the grader's inputs with this secret, to reproduce a grade "
                             "(default: a new random secret per run; never the inputs of the "
                             "copy's `assignment check`)")
     grade.add_argument("--refuse-flagged", action="store_true", help=REFUSE_HELP)
     grade.add_argument("--teacher", action="store_true",
-                       help="keep the parts' formulas in the messages (a student's report, "
-                            "and so Gradescope's, shows none)")
+                       help="the messages unredacted (the check sentences state no formula "
+                            "either way; a student's report, and Gradescope's, is passed "
+                            "through formulas.redact as a safety net)")
     overwrite_option(grade, "the files of --json, --gradescope, --csv (and its .json) and "
                             "--report")
     add_common(grade, threads=False)     # the workers run on one thread
@@ -128,6 +133,8 @@ def _add_autograder(commands):
                       help="a grading secret kept in the zip (closed to the student's code): "
                            "every submission graded on the same inputs (default: new random "
                            "inputs for each submission)")
+    pack.add_argument("--total-timeout", type=positive_float, default=600.0,
+                      metavar="SECONDS", help=TOTAL_HELP)
     pack.add_argument("--refuse-flagged", action="store_true", help=REFUSE_HELP)
     pack.add_argument("--reveal-after", metavar="DATE",
                       help="keep the checks that would be visible hidden until DATE (ISO, e.g. "

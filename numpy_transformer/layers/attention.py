@@ -186,7 +186,8 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         dq = dQ W_q^T, dk = dK W_k^T, dv = dV W_v^T, and the Linear parameter gradients.
     Shapes: q (B, Tq, D), k and v (B, Tk, D), mask boolean broadcastable to
         (B, H, Tq, Tk) with True = may attend, y (B, Tq, D).
-    Returns from backward: (dq, dk, dv), always three; for self-attention the caller sums.
+    Returns from backward: (dq, dk, dv), always three, one per input, also when the three
+        inputs are one array.
     Saved: the heads Qh, Kh, Vh and the weights `attn_weights` (B, H, Tq, Tk); each Linear
         keeps its own input, the attention Dropout its mask.
     Children: w_q, w_k, w_v, w_o (Linear, weights (D, D)) and dropout (on the weights).

@@ -14,9 +14,9 @@ m and v start at 0, so early on they are biased towards 0 by factors
 m_1 / sqrt(v_1) = g / |g|, so every coordinate moves by about lr * sign(g): the
 step size is set by lr, not by the gradient's scale.
 
-Why AdamW: in Adam the decay term wd * p is divided by sqrt(v) like the rest of
-the gradient, so weights with large gradients are barely decayed. AdamW
-(Loshchilov & Hutter, 2019) shrinks every weight by the same factor instead.
+Why AdamW: in Adam the weight decay (an L2 term of the loss) goes through the same
+adaptive scaling as the gradient, so weights with large gradients are barely decayed.
+AdamW (Loshchilov & Hutter, 2019) decouples the decay from that scaling instead.
 """
 
 import functools

@@ -19,6 +19,7 @@ from numpy_transformer.course.assignment.markers import (MarkerError, parse_regi
                                                   regions_in_source, stub_lines)
 from numpy_transformer.course.assignment.mistakes import MISTAKES
 from numpy_transformer.course.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
+from numpy_transformer.course.assignment.registry import LESSONS
 
 from doors import raises_naming
 
@@ -68,8 +69,8 @@ def test_student_copy_holds_stubs_readme_and_no_catalogue(student_copy):
     package = student_copy / "numpy_transformer"
     linear = (package / "layers" / "linear.py").read_text()
     assert "def backward(self, dy):" in linear and "x2.T @ dy2" not in linear
-    assert ("raise NotImplementedError('Linear.backward: write this part (see lesson 3"
-            in linear)                            # a hint says where to look, not what to write
+    assert (f"raise NotImplementedError('Linear.backward: write this part (see "
+            f"{LESSONS['linear']}" in linear)     # a hint says where to look, not what to write
     assert not (package / "course" / "assignment" / "mistakes.py").exists()
     assert "| linear | 10 |" in (student_copy / "README.md").read_text()
     assert read_manifest(student_copy)["stubbed"] == list(PARTS)

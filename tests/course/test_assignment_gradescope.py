@@ -297,3 +297,18 @@ def test_autograder_command_rejects_bad_input(tmp_path):
     error(nt("assignment", "autograder", "--out", tmp_path / "g.zip", "--visibility",
              tmp_path / "v.json"), 2, "'sometimes'")
     assert not (tmp_path / "g.zip").exists()
+
+
+def test_autograder_total_timeout_caps_a_whole_submission(copies, tmp_path):
+    """assignment autograder --total-timeout: kept in the zip, said in the command's message,
+    and a submission that spends it gets 0 for the parts not run, saying why."""
+    out = ok(nt("assignment", "autograder", "--out", tmp_path / "a.zip", "--parts", "linear",
+                "softmax", "--total-timeout", "0.001", cwd=ROOT))
+    assert "0.001 s in all" in out
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        assert json.loads(archive.read("autograder.json"))["total_timeout"] == 0.001
+    root = unpack(tmp_path / "a.zip", tmp_path / "autograder")
+    shutil.copytree(copies / "reference", root / "submission" / "my-copy")
+    results = run_autograder(root)
+    assert results["score"] == 0
+    assert "total time limit (0.001 s) was spent" in json.dumps(results)

@@ -18,6 +18,7 @@ import pytest
 
 from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits, grader_text
 from numpy_transformer.course.assignment.grade import grade
+from numpy_transformer.course.assignment.make import make
 from numpy_transformer.course.assignment.meaning import tokens
 from numpy_transformer.course.assignment.mistakes import MISTAKES
 from numpy_transformer.course.assignment.parts import CHECKS
@@ -241,3 +242,14 @@ def test_no_message_of_a_catalogue_mistake_states_a_formula(solution_copy, tmp_p
         said += messages(grade(copy, parts=[m.part for m in batch], teacher=True))
     assert len(said) > len(MISTAKES)
     assert_no_formula(said)
+
+
+def test_a_copy_that_stubs_linear_alone_states_no_linear_formula(tmp_path):
+    """A part's formula under other names: lesson 3 and the attention docstring write the
+    query projection's backward (Linear's, with W_q and dQ), which a copy stubbing only
+    linear must not show."""
+    make(tmp_path / "hw", parts=["linear"])
+    hits = [(where, text) for where, parts, text in copy_hits(tmp_path / "hw")
+            if "linear" in parts]
+    assert not hits, "Linear's formula in a linear-only copy:\n" + "\n".join(
+        f"  {where}: {text[:160]!r}" for where, text in hits)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from .gradescope import read_visibility
+from .runner import TOTAL_TIMEOUT
 
 PACKAGE = Path(__file__).resolve().parents[2]          # the teacher's numpy_transformer/
 NUMPY_REQUIREMENT = "numpy>=1.24"                      # as in pyproject.toml
@@ -112,12 +113,13 @@ def _manifest_of(parts):
 
 
 def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
-                     refuse_flagged=False, reveal_after=None):
+                     refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT):
     """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
 
     parts       the parts to grade (default: all); InputError for unknown ones
     visibility  a visibility file's path or dict (see gradescope.py); default all visible
     timeout     seconds each part may take
+    total_timeout  seconds the whole submission may take (parts not run then score 0)
     seed        the grading secret (an int >= 0) every submission is graded with; None: a
                 new random one for each submission
     refuse_flagged  a part whose code honesty.py flags scores 0 (default: reported only)
@@ -133,7 +135,8 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
         raise InputError(f"--out {out}: is a folder; expected a .zip file name")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its folder {out.parent} does not exist")
-    config = {"format": 1, "parts": parts, "timeout": timeout, "seed": seed,
+    config = {"format": 1, "parts": parts, "timeout": timeout, "total_timeout": total_timeout,
+              "seed": seed,
               "refuse_flagged": bool(refuse_flagged),
               "visibility": read_visibility(visibility).to_dict(),
               "reveal_after": None if reveal_after is None
@@ -151,16 +154,17 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
 
 
 def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None,
-                    refuse_flagged=False, reveal_after=None):
+                    refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT):
     """`assignment autograder --out ZIP`: write the zip and say how to use it."""
     config = build_autograder(out, parts, visibility, timeout, seed, refuse_flagged,
-                              reveal_after)
+                              reveal_after, total_timeout)
+    worst = min(len(config["parts"]) * config["timeout"], config["total_timeout"])
     hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
-           f" ({config['timeout']:g} s per part"
+           f" ({config['timeout']:g} s per part, {config['total_timeout']:g} s in all"
            f"{'; some checks ' + ' / '.join(hidden) if hidden else ''}). Upload it as the "
            "programming assignment's autograder (Ubuntu base image) with a time limit above "
-           f"{len(config['parts']) * config['timeout']:g} s (the worst case); students submit "
+           f"{worst:g} s (the worst case); students submit "
            "their numpy_transformer/ folder or their whole copy.")
     if config["reveal_after"]:
         out_fn(f"The visible checks stay hidden until {config['reveal_after']}: set the "

@@ -27,6 +27,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...system.files import read_json
 from .gradescope import gradescope_results, not_graded_results, read_visibility, write_json
+from .runner import TOTAL_TIMEOUT
 
 PACKAGE_NAME = "numpy_transformer"
 SKIPPED = ("__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints")
@@ -93,6 +94,7 @@ def grade_submission(root):
         with tempfile.TemporaryDirectory() as tmp:
             copy = assemble(package, config["manifest"], Path(tmp) / "copy")
             report = grade(copy, parts=parts, timeout=config["timeout"],
+                           total_timeout=config.get("total_timeout", TOTAL_TIMEOUT),
                            seed=config.get("seed"),
                            refuse_flagged=config.get("refuse_flagged", False))
     except InputError as err:

@@ -78,8 +78,8 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
     refuse_flagged  a part whose code honesty.py flags (complex step, a file read, ...)
                scores 0; without it, the flags are only reported (table, JSON)
     python     the interpreter of the workers (default: this one)
-    teacher    keep the parts' formulas in the messages (a student's report has none:
-               formulas.redact_report)
+    teacher    the messages unredacted (no check sentence states a formula; a student's
+               report still goes through formulas.redact_report, as a safety net)
     """
     root = Path(directory).resolve()
     manifest = read_manifest(root)

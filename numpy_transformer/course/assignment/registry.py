@@ -26,7 +26,7 @@ TITLES = {
     "multihead_attention": "multi-head attention backward (heads, projections)",
     "mla": "multi-head latent attention: project_backward",
     "feedforward": "position-wise feed-forward backward",
-    "embedding": "embedding backward (scatter-add)",
+    "embedding": "embedding backward (repeated token ids)",
     "positional_encoding": "sinusoidal table and positional-encoding backward",
     "cross_entropy": "cross-entropy backward (ignore_index, label smoothing)",
     "adam": "one Adam update (moments, bias correction, L2 decay)",
