@@ -105,6 +105,7 @@ def figures(graded, parts):
         counts = collections.Counter(totals)
         ax.bar(sorted(counts), [counts[t] for t in sorted(counts)], width=max(top / 40, 0.8))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))        # students are whole
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))        # and so are points
         ax.set(xlabel=f"total points (of {top})", ylabel="students", xlim=(-1, top + 1),
                title=f"Score distribution ({len(reports)} students graded)")
 
