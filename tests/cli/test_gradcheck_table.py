@@ -44,6 +44,7 @@ def names(lines):
     return [ROW.match(line).group(1) for line in lines[2:]]
 
 
+@pytest.mark.slow          # the whole report, 17 s: CI's slow pass
 def test_the_table_lists_exactly_the_cases_the_report_runs(report):
     passed, printed = report
     assert passed and len(printed) - 2 >= 40
@@ -54,6 +55,7 @@ def test_the_table_lists_exactly_the_cases_the_report_runs(report):
     assert "gradcheck --markdown" in text
 
 
+@pytest.mark.slow
 @NUMPY_ONLY
 def test_every_digit_of_the_table_is_what_the_command_prints(report):
     for shown, now in zip(table(), report[1], strict=True):

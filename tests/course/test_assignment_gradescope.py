@@ -260,8 +260,8 @@ def forged(package, root):
 @pytest.mark.parametrize("case, reason", [
     ("empty", "no numpy_transformer/ package was found"),
     ("two packages", "holds 2 numpy_transformer/ folders"),
-    ("syntax error", ""),
-    ("blank", ""),
+    pytest.param("syntax error", "", marks=pytest.mark.slow),     # 4-5 s each: the
+    pytest.param("blank", "", marks=pytest.mark.slow),            # slow pass
     ("forged results", ""),
 ])
 def test_broken_submissions_score_zero_in_a_valid_results_json(autograder_zip, copies, tmp_path,

@@ -92,6 +92,7 @@ def test_only_selects_lessons_and_bad_choices_are_refused(tmp_path):
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.slow          # nbconvert runs two lessons (9 s): CI's slow pass
 def test_html_builds_pages_for_two_lessons(tmp_path):
     site, names = tmp_path / "site", [LESSONS[0].stem, LESSONS[7].stem]
     said = ok(lessons("--html", site, "--only", "01", "08", timeout=300))
@@ -128,6 +129,7 @@ def write_lessons(folder, lessons):
              "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}))
 
 
+@pytest.mark.slow
 def test_html_says_what_the_site_lacks_here_and_still_builds(tmp_path):
     """A lesson using a module that is not installed (as lesson 16 without PyTorch) and no
     jupyter-server-mathjax (hidden by an empty package of that name): a warning line for each,
