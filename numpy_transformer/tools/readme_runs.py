@@ -22,7 +22,7 @@ from ..checkpoint.header import KIND_NAMES
 from ..data.config import DataConfig
 from ..data.datasets import DATASETS
 from ..errors import InputError
-from ..system.files import write_json
+from ..system.files import atomic_write
 from ..training.state import History
 from ..validation import message
 from .recipes import dataset_commands, multi30k_runs
@@ -176,6 +176,24 @@ def _rounded(value, digits=6):
     return value
 
 
+def write_summary(path, summary):
+    """figures/<name>.json, atomically: readable JSON (sorted keys, indented), each record of
+    the training curves on one line of its own (thousands of records: a few lines per record
+    would make it a file of 100,000 lines)."""
+    import json
+    curves = summary.get("history")
+    text = json.dumps({**summary, "history": None}, indent=2, sort_keys=True, default=float)
+    if curves is not None:
+        rows = lambda records: ",\n".join(       # noqa: E731
+            "      " + json.dumps(r, sort_keys=True, default=float) for r in records)
+        body = ",\n".join(f'    "{k}": [\n{rows(curves[k])}\n    ]' if curves[k] else
+                          f'    "{k}": []' for k in sorted(curves))
+        text = text.replace('"history": null', '"history": {\n' + body + "\n  }", 1)
+    with atomic_write(path, "w", suffix=".json") as f:
+        f.write(text + "\n")
+    return path
+
+
 def stored_history(out, run):
     """The History kept in figures/<name>.json by an earlier `figures --all`, or None."""
     path = os.path.join(out, f"{run.name}.json")
@@ -254,7 +272,7 @@ def write_all(out="figures", runs="runs", log=print, only=None):
         summary = summarize(run, folder)
         drawn = draw_run(folder, out, prefix=f"{run.name}_", name=run.title)
         summary["figures"] = [os.path.basename(p) for p in drawn]
-        paths += drawn + [write_json(os.path.join(out, f"{run.name}.json"), summary)]
+        paths += drawn + [write_summary(os.path.join(out, f"{run.name}.json"), summary)]
     return paths
 
 
