@@ -10,10 +10,11 @@
 #   bash benchmarks/multi30k_proxy.sh bpe4k --bpe 4000
 #
 # DATA: the folder of the tokenised files (default data/multi30k/tok, as `data multi30k` saves
-# them); OUT: where runs, logs and the one-line results (OUT/table.txt) go (default runs/proxy).
+# them); OUT: where runs, logs and the one-line results (OUT/table.txt) go (default runs/proxy);
+# SRC and TGT: the direction (default de and en; SRC=en TGT=de for English -> German).
 set -u
 name=$1; shift; overrides="$*"
-DATA=${DATA:-data/multi30k/tok}; OUT=${OUT:-runs/proxy}
+DATA=${DATA:-data/multi30k/tok}; OUT=${OUT:-runs/proxy}; SRC=${SRC:-de}; TGT=${TGT:-en}
 declare -A opt=([--bpe]=8000 [--d-model]=256 [--num-heads]=4 [--d-ff]=1024 [--num-layers]=3
                 [--dropout]=0.15 [--label-smoothing]=0.1 [--lr]=1.5e-3 [--warmup]=400
                 [--batch-tokens]=2000)
@@ -22,15 +23,15 @@ args=""; for k in "${!opt[@]}"; do args="$args $k ${opt[$k]}"; done
 mkdir -p "$OUT"; log=$OUT/$name.log; run=$OUT/$name
 start=$(date +%s)
 python -m numpy_transformer train \
-  --src "$DATA/train.lc.norm.tok.de" --tgt "$DATA/train.lc.norm.tok.en" \
-  --val-src "$DATA/val.lc.norm.tok.de" --val-tgt "$DATA/val.lc.norm.tok.en" \
+  --src "$DATA/train.lc.norm.tok.$SRC" --tgt "$DATA/train.lc.norm.tok.$TGT" \
+  --val-src "$DATA/val.lc.norm.tok.$SRC" --val-tgt "$DATA/val.lc.norm.tok.$TGT" \
   --bleu-tokenize none --joint-vocab --share-embeddings --schedule noam --steps "${STEPS:-600}" \
   --eval-every 100000 --checkpoint-every 100000 --log-every 50 --no-figures $args \
   --out "$run" > "$log" 2>&1
 echo "train exit $? after $(( $(date +%s) - start )) s" >> "$log"
 python -m numpy_transformer evaluate --checkpoint "$run/last.npz" \
-  --src "$DATA/val.lc.norm.tok.de" --tgt "$DATA/val.lc.norm.tok.en" --bleu-tokenize none \
+  --src "$DATA/val.lc.norm.tok.$SRC" --tgt "$DATA/val.lc.norm.tok.$TGT" --bleu-tokenize none \
   --json "$run/val_greedy.json" >> "$log" 2>&1
 steps=${STEPS:-600}
 bleu=$(python -c "import json, sys; print(round(json.load(open(sys.argv[1]))['scores']['bleu'], 2))" "$run/val_greedy.json")
-echo "$name | ${overrides:-the recipe} | $steps | $bleu" >> "$OUT/table.txt"
+echo "$name | $SRC-$TGT | ${overrides:-the recipe} | $steps | $bleu | $(grep -o '[0-9]* s$' "$log" | head -1)" >> "$OUT/table.txt"

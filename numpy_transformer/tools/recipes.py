@@ -15,6 +15,10 @@ def _shakespeare_commands(p):
             f"python -m numpy_transformer train-lm --text {text} --d-model 128 --num-layers 4 "
             "--num-heads 4 --d-ff 512 --dropout 0.05 --lr 3e-3 --warmup 200 --batch-size 32 "
             "--max-len 128 --steps 6000 --out runs/lm_big",
+            f"mpiexec -n 2 python -m numpy_transformer train-lm --text {text} --d-model 128 "
+            "--num-layers 6 --num-heads 4 --d-ff 512 --dropout 0.1 --max-len 256 --lr 2.5e-3 "
+            "--warmup 200 --batch-size 32 --weight-decay 0.1 --steps 4800 --eval-every 300 "
+            "--log-every 100 --out runs/lm_hour",
             'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
 
 
@@ -75,7 +79,8 @@ COMMANDS = {"shakespeare": _shakespeare_commands, "multi30k": _multi30k_commands
 # data where `data DATASET --out data` saves it), in the order dataset_commands gives them.
 CONFIG_FILES = {
     "shakespeare": ("train-lm --config configs/shakespeare.toml",
-                    "train-lm --config configs/shakespeare_big.toml"),
+                    "train-lm --config configs/shakespeare_big.toml",
+                    "train-lm --config configs/shakespeare_hour.toml"),
     "multi30k": ("train --config configs/multi30k_words.toml",
                  "train --config configs/multi30k.toml", "train --config configs/multi30k_en_de.toml"),
 }

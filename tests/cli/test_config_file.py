@@ -33,7 +33,8 @@ def long_commands():
     lms = dataset_commands("shakespeare", DataFolder())
     return {"multi30k.toml": runs["m30k"][0], "multi30k_en_de.toml": runs["m30k_en_de"][0],
             "multi30k_words.toml": runs["translation"][0], "shakespeare.toml": lms[0],
-            "shakespeare_big.toml": lms[1], "capstone.toml": CAPSTONE}
+            "shakespeare_big.toml": lms[1], "shakespeare_hour.toml": lms[2],
+            "capstone.toml": CAPSTONE}
 
 
 # lesson 17's checkpoint was made by this command (notebooks/README.md, until issue 40)
@@ -212,7 +213,7 @@ CORPUS = {"src": "a.src", "tgt": "a.tgt", "val-src": "v.src", "val-tgt": "v.tgt"
 def tiny_data(folder, verb, text):
     """Options pointing a config's data files at tiny ones written into `folder`."""
     if verb == "train-lm":
-        (folder / "text.txt").write_text("to be or not to be, that is the question.\n" * 40)
+        (folder / "text.txt").write_text("to be or not to be, that is the question.\n" * 70)
         return ["--text", "text.txt"]
     if "task = " in text:
         return ["--eval-examples", "4"]

@@ -15,7 +15,7 @@ QUICK = ["--quick", "--no-figures", "--no-progress"]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Quick versions of the four README runs, in the folders their commands write."""
+    """Quick versions of the README runs, in the folders their commands write."""
     work = tmp_path_factory.mktemp("readme_runs")
     words = ["red", "green", "blue", "cat", "dog", "bird", "big", "small"]
     pairs = [(f"{a} {b}", f"{b} {a}") for a in words for b in words]
@@ -25,7 +25,8 @@ def runs(tmp_path_factory):
     ok(nt("train", "--task", "reverse", *QUICK, cwd=work))
     ok(nt("train", "--task", "dates", *QUICK, cwd=work))
     ok(nt("train-lm", "--text", "text.txt", *QUICK, cwd=work))
-    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--out", "runs/lm_big", cwd=work))
+    for folder in ("lm_big", "lm_hour"):
+        ok(nt("train-lm", "--text", "text.txt", *QUICK, "--out", f"runs/{folder}", cwd=work))
     corpus = ["--src", "train.src", "--tgt", "train.tgt", "--test-src", "train.src",
               "--test-tgt", "train.tgt"]
     ok(nt("train", *corpus, *QUICK, cwd=work))
@@ -111,7 +112,8 @@ def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_pat
     assert any(c.endswith("greedy from the best checkpoint") for c in recipe["claims"])
     assert recipe["commands"][0].startswith("mpiexec -n 2 python -m numpy_transformer train")
     for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2),
-                          ("shakespeare_lm_big", 2), ("multi30k_recipe", 5),
+                          ("shakespeare_lm_big", 2), ("shakespeare_lm_hour", 2),
+                          ("multi30k_recipe", 5),
                           ("multi30k_en_de", 5)):
         summary = json.loads((tmp_path / "figs" / f"{name}.json").read_text())
         assert len(summary["figures"]) == figures
