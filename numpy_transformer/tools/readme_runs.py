@@ -69,6 +69,9 @@ def readme_runs():
                   _multi30k("m30k")),
         ReadmeRun("multi30k_en_de", "m30k_en_de", "Multi30k English -> German, the paper's recipe",
                   _multi30k("m30k_en_de")),
+        ReadmeRun("multi30k_en_de_tiny", "m30k_en_de_tiny",
+                  "Multi30k English -> German, the published tiny shape",
+                  _multi30k("m30k_en_de_tiny")),
     )
 
 
