@@ -342,17 +342,28 @@ def test_the_readme_mpi_commands_run_as_printed(tmp_path):
     assert (tmp_path / "runs" / "lm" / "last.npz").is_file()
 
 
-@needs_mpi
-def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path):
-    """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions, on
-    docs/multi30k_recipe.md, their options in configs/), shortened, on a small stand-in
-    corpus; then the `average` of the checkpoints kept."""
+def recipe_page_lines():
+    """The `mpiexec -n 2 ... train --config` lines of docs/multi30k_recipe.md."""
     recipe = README.parent / "docs" / "multi30k_recipe.md"
-    lines = [line for line in recipe.read_text().splitlines()
-             if line.startswith("mpiexec -n 2 python -m numpy_transformer train --config")]
+    return [line for line in recipe.read_text().splitlines()
+            if line.startswith("mpiexec -n 2 python -m numpy_transformer train --config")]
+
+
+def test_the_recipe_page_prints_three_two_rank_runs():
+    assert [shlex.split(line)[-1] for line in recipe_page_lines()] == [
+        "configs/multi30k.toml", "configs/multi30k_en_de.toml", "configs/multi30k_en_de_tiny.toml"]
+
+
+@needs_mpi
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path, index):
+    """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions, and the
+    published tiny shape, on docs/multi30k_recipe.md, their options in configs/), shortened, on
+    a small stand-in corpus; then the `average` of the checkpoints kept."""
+    lines = recipe_page_lines()[index:index + 1]
     shutil.copytree(README.parent / "configs", tmp_path / "configs")   # as in a clone
     given = [read_config(tmp_path / shlex.split(line)[-1]) for line in lines]
-    assert len(lines) == 2 and all(options["bpe"] for options in given)
+    assert len(lines) == 1 and all(options["bpe"] for options in given)
     words = [("ein", "a"), ("mann", "man"), ("hund", "dog"), ("rot", "red"), ("klein", "small")]
     for line, options in zip(lines, given):
         argv = shlex.split(line)[3:]
