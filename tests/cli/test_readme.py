@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
            "python benchmarks/", "python -m numpy_transformer data ")
 DATA = {"data/tinyshakespeare.txt":
-        "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40}
+        "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 80}
 WORDS = ["ein", "mann", "eine", "frau", "hund", "rot", "blau", "klein"]
 ENGLISH = ["a", "man", "a", "woman", "dog", "red", "blue", "small"]
 for split in ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"):
