@@ -53,6 +53,12 @@ def build_parser(command=None):
     return parser
 
 
+def _out_of_device_memory(err):
+    """CUDA's own out-of-memory error (CuPy's pool raises a MemoryError instead): a failed
+    cudaMalloc, as when the GPU is full or CUDA cannot reserve its address space."""
+    return type(err).__name__ == "CUDARuntimeError" and "cudaErrorMemoryAllocation" in str(err)
+
+
 def _one_line(err):
     return " ".join(str(err).split()) or type(err).__name__
 
@@ -108,8 +114,9 @@ def _report(err, parser=None, files=None):
         text = option_names(_os_error(err), parser, head=False)
         print(f"error: {as_typed(with_files(text, parser, files))}", file=sys.stderr)
         return 2
-    if isinstance(err, MemoryError):
-        print("error: out of memory; try smaller sizes (rerun with --debug for the "
+    if isinstance(err, MemoryError) or _out_of_device_memory(err):
+        where = "GPU memory" if type(err).__module__.startswith("cupy") else "memory"
+        print(f"error: out of {where}; try smaller sizes (rerun with --debug for the "
               "traceback)", file=sys.stderr)
         return 1
     print(f"internal error: {type(err).__name__}: {_one_line(err)}\nThis is a bug in "

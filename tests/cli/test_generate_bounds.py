@@ -2,6 +2,7 @@
 estimate, where they cannot fit in memory (a `ulimit -v` included), as --beam is; one sample
 is printed as it is drawn, so `generate ... | head` ends at once, quietly."""
 
+import os
 import resource
 import subprocess
 import sys
@@ -38,6 +39,8 @@ def _address_space(limit):
     return set_limit
 
 
+@pytest.mark.skipif(os.environ.get("NUMPY_TRANSFORMER_BACKEND", "numpy") == "cupy",
+                    reason="CUDA cannot start under a 3 GiB address-space limit (it reserves more): the limit counted is the host's")
 def test_a_memory_limit_is_counted_before_sampling(lm):
     # One million samples fit in this machine's memory, not in 3 GiB of address space.
     done = subprocess.run([*NT, "generate", "--checkpoint", str(lm), "--num-samples",
@@ -78,3 +81,25 @@ def test_the_limit_is_in_the_available_memory():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, preexec_fn=_address_space(2 * 2**30))
     assert done.stdout.strip() == "True", done.stderr
+
+
+def test_running_out_of_gpu_memory_is_an_error_not_a_bug(capsys):
+    """CuPy's pool raises a MemoryError subclass; a failed cudaMalloc raises CUDA's own
+    CUDARuntimeError. Both are one-line errors, exit 1, not 'This is a bug'."""
+    from numpy_transformer.cli import _report
+
+    class OutOfMemoryError(MemoryError):              # as cupy.cuda.memory's
+        __module__ = "cupy.cuda.memory"
+
+    class CUDARuntimeError(RuntimeError):              # as cupy_backends.cuda.api.runtime's
+        __module__ = "cupy_backends.cuda.api.runtime"
+
+    for err in (OutOfMemoryError("Out of memory allocating 1,024 bytes"),
+                CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")):
+        assert _report(err) == 1
+        said = capsys.readouterr().err
+        assert said.startswith("error: out of GPU memory; try smaller sizes") and "a bug" not in said
+    assert _report(MemoryError()) == 1
+    assert capsys.readouterr().err.startswith("error: out of memory; try smaller sizes")
+    assert _report(RuntimeError("cudaErrorLaunchFailure")) == 1
+    assert "This is a bug" in capsys.readouterr().err

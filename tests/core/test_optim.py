@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from numpy_transformer.backend import default_dtype, get_default_dtype, to_numpy, xp
+from numpy_transformer.backend import default_dtype, get_backend, get_default_dtype, to_numpy, xp
 from numpy_transformer.layers.linear import Linear
 from numpy_transformer.module import Module
 from numpy_transformer.optim import (SGD, Adam, AdamW, ConstantSchedule, NoamSchedule,
@@ -104,6 +104,17 @@ def test_fast_step_allocates_no_parameter_sized_arrays(float64, make):
     fill_grads(model, np.random.default_rng(1))
     optimizer = make(model)
     optimizer.step()
+    if get_backend() == "cupy":         # device memory: tracemalloc sees only the host's
+        import cupy
+        pool = cupy.get_default_memory_pool()
+        pool.free_all_blocks()          # no cached block to reuse: any new array counts
+        pool.set_limit(size=pool.used_bytes() + 100_000)
+        try:
+            optimizer.step()            # cupy.cuda.memory.OutOfMemoryError past the limit
+            clip_grad_norm(model, max_norm=1e-3)
+        finally:
+            pool.set_limit(size=0)      # no limit
+        return
     tracemalloc.start()
     optimizer.step()
     clip_grad_norm(model, max_norm=1e-3)
@@ -263,10 +274,11 @@ def test_clip_grad_norm_by_hand(float64, rng):
     fill_grads(model, rng)
     grads = [g.copy() for _, _, g in model.named_parameters()]
     total = math.sqrt(sum(float((g**2).sum()) for g in grads))
-    assert clip_grad_norm(model, max_norm=1.0) == pytest.approx(total, rel=1e-14)
+    # float(): on a device the norm comes back as a 0-d device array (no wait).
+    assert float(clip_grad_norm(model, max_norm=1.0)) == pytest.approx(total, rel=1e-14)
     clipped = math.sqrt(sum(float((g**2).sum()) for _, _, g in model.named_parameters()))
     assert clipped == pytest.approx(1.0 * total / (total + 1e-6), rel=1e-12)
-    assert clip_grad_norm(model, max_norm=10.0) == pytest.approx(clipped, rel=1e-14)  # no change
+    assert float(clip_grad_norm(model, max_norm=10.0)) == pytest.approx(clipped, rel=1e-14)
 
 
 def test_clip_grad_norm_takes_an_optimizers_list_of_gradients_as_it_takes_a_module(float64, rng):
