@@ -9,10 +9,15 @@ early leaves its time to the next ones):
 
     versions   Python, NumPy, CuPy, PyTorch and the device                   (fixed 60 s)
     tests      the test suite on the device backend, core, library and command tests first,
-               with `-n WORKERS` (pytest-xdist)                                 (share 45)
-    main-job   `train --task reverse`, its held-out exact match from results.json (20)
+               with `-n WORKERS` (pytest-xdist)                                 (share 75)
+    main-job   `train --task reverse`, its held-out exact match from results.json: run
+               beside the tests, in the same window (the tests keep the CPU cores busy, the
+               main job the GPU; on an H200 its 3000 steps took 171 s beside them)
     timing     benchmarks/gpu_step.py: tiny, small, base against PyTorch eager on the same
-               weights, float32, TF32 off on both sides; greedy and beam decoding (35)
+               weights, float32, TF32 off on both sides; greedy and beam decoding (25)
+
+The main job's run folder is made in a temporary folder, and only its results.json is
+copied to --out (main_job_results.json): the device call brings back 8 files at most.
 
 A step that reaches its share is interrupted (SIGINT, so pytest prints how many tests
 ran; then SIGKILL) and reported as "stopped at its share", with its last line: how far
@@ -30,15 +35,18 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEST_ORDER = ["tests/core", "tests/library", "tests/cli", "tests"]   # pytest drops repeats
-SHARES = {"tests": 45, "main-job": 20, "timing": 35}
+SHARES = {"tests": 75, "timing": 25}
+BESIDE = "beside"   # the share of a step run in the next step's window
 VERSIONS_SECONDS = 60
 GRACE = 20          # seconds between SIGINT and SIGKILL
 VERSIONS = ("import sys, numpy, torch; "
@@ -54,8 +62,8 @@ def plan(args):
     """[(name, argv, share or fixed seconds)] of the steps, for the device or the rehearsal."""
     py, out = args.python, args.out
     tests = TEST_ORDER[:1] if args.rehearse else TEST_ORDER
-    train = [py, "-m", "numpy_transformer", "train", "--task", "reverse",
-             "--out", os.path.join(out, "reverse"), "--overwrite"]
+    train = [py, "-m", "numpy_transformer", "train", "--task", "reverse", "--no-progress",
+             "--out", os.path.join(args.scratch, "reverse"), "--overwrite"]
     timing = [py, "benchmarks/gpu_step.py", "--dtype", "float32", "--beam", "4",
               "--json", os.path.join(out, "timing.json"),
               "--markdown", os.path.join(out, "timing.md")]
@@ -67,9 +75,9 @@ def plan(args):
         timing += ["--config", "tiny", "small", "base", "--device-backend", "cupy",
                    "--torch-device", "cuda"]
     return [("versions", [py, "-c", VERSIONS], None),
+            ("main-job", train, BESIDE),
             ("tests", [py, "-m", "pytest", "-q", "-p", "no:nbmake", "-n", str(args.workers),
                        "-m", "not slow", *tests], SHARES["tests"]),
-            ("main-job", train, SHARES["main-job"]),
             ("timing", timing, SHARES["timing"])]
 
 
@@ -84,19 +92,32 @@ def environment(args):
     return env
 
 
-def run_step(name, argv, seconds, env, log):
-    """Run one step for at most `seconds`; a dict: outcome, exit code, seconds, last line."""
+def launch(name, argv, seconds, env, log, prefix=""):
+    """Start one step, to run for at most `seconds`: a dict for `finish`. Its output goes
+    to the log as it comes, each line after `prefix` (a step run beside another)."""
     log.write(f"\n=== {name} ({seconds:.0f} s at most): {' '.join(argv)}\n")
     log.flush()
-    start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
-    reader = threading.Thread(target=copy_lines, args=(proc.stdout, log, lines), daemon=True)
+    reader = threading.Thread(target=copy_lines, args=(proc.stdout, log, lines, prefix),
+                              daemon=True)
     reader.start()
+    return {"name": name, "proc": proc, "reader": reader, "lines": lines,
+            "start": time.monotonic(), "seconds": seconds}
+
+
+def run_step(name, argv, seconds, env, log):
+    """Run one step for at most `seconds`; a dict: outcome, exit code, seconds, last line."""
+    return finish(launch(name, argv, seconds, env, log), log)
+
+
+def finish(job, log):
+    """Wait for a launched step until its time is up (then stop it); its outcome dict."""
+    name, proc, lines, seconds = job["name"], job["proc"], job["lines"], job["seconds"]
     stopped = False
     try:
-        proc.wait(timeout=seconds)
+        proc.wait(timeout=max(0.0, job["start"] + seconds - time.monotonic()))
     except subprocess.TimeoutExpired:
         stopped = True
         os.killpg(proc.pid, signal.SIGINT)          # pytest prints how far it got
@@ -105,8 +126,8 @@ def run_step(name, argv, seconds, env, log):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    reader.join(timeout=GRACE)
-    took = time.monotonic() - start
+    job["reader"].join(timeout=GRACE)
+    took = time.monotonic() - job["start"]
     outcome = (f"stopped at its share ({seconds:.0f} s)" if stopped
                else "passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})")
     last = (lines[-1].strip("= ").strip() if lines else "")[:200]
@@ -115,10 +136,10 @@ def run_step(name, argv, seconds, env, log):
             "exit_code": proc.returncode, "seconds": round(took, 1), "last_line": last}
 
 
-def copy_lines(stream, log, lines):
+def copy_lines(stream, log, lines, prefix=""):
     """Copy a step's output into the log as it comes; keep its non-blank lines."""
     for line in stream:
-        log.write(line)
+        log.write(prefix + line)
         log.flush()
         if line.strip():
             lines.append(line.rstrip())
@@ -129,24 +150,42 @@ def run_all(args):
     env, steps, done = environment(args), plan(args), []
     ends = time.monotonic() + args.budget
     with open(os.path.join(args.out, "gpu_check.log"), "a") as log:
+        beside = None                       # a step launched to run in the next one's window
         for i, (name, argv, share) in enumerate(steps):
+            if share == BESIDE:
+                beside = (name, argv)
+                continue
             left = ends - time.monotonic()
-            later = sum(s for _, _, s in steps[i:] if s)
+            later = sum(s for _, _, s in steps[i:] if s not in (None, BESIDE))
             seconds = VERSIONS_SECONDS if share is None else left * share / later
             if seconds < 5:
-                done.append({"step": name, "outcome": "not run: the budget was spent",
-                             "passed": False, "seconds": 0.0, "last_line": ""})
+                done += [{"step": n, "outcome": "not run: the budget was spent", "passed": False,
+                          "seconds": 0.0, "last_line": ""} for n in [*(beside[:1] if beside else []), name]]
+                beside = None
                 continue
-            done.append(run_step(name, argv, seconds, env, log))
-            print(f"{name}: {done[-1]['outcome']} in {done[-1]['seconds']:.0f} s -- "
-                  f"{done[-1]['last_line']}", flush=True)
+            job = beside and launch(*beside, seconds, env, log, prefix=f"[{beside[0]}] ")
+            beside = None
+            outcomes = [run_step(name, argv, seconds, env, log)]
+            if job:
+                outcomes.insert(0, finish(job, log))
+            for outcome in outcomes:
+                done.append(outcome)
+                print(f"{outcome['step']}: {outcome['outcome']} in {outcome['seconds']:.0f} s "
+                      f"-- {outcome['last_line']}", flush=True)
     return done
+
+
+def keep_main_job_results(args):
+    """Copy the main job's results.json from the scratch folder to --out."""
+    results = os.path.join(args.scratch, "reverse", "results.json")
+    if os.path.exists(results):
+        shutil.copyfile(results, os.path.join(args.out, "main_job_results.json"))
 
 
 def main_job_accuracy(out):
     """The main job's held-out exact match and token accuracy, from its results.json."""
     try:
-        with open(os.path.join(out, "reverse", "results.json")) as f:
+        with open(os.path.join(out, "main_job_results.json")) as f:
             held_out = json.load(f)["held_out"]
         return {k: held_out[k] for k in ("exact_match", "token_accuracy") if k in held_out}
     except (OSError, KeyError, ValueError):
@@ -199,10 +238,13 @@ def main(argv=None):
     args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    steps = run_all(args)
+    with tempfile.TemporaryDirectory(prefix="gpu_check-") as args.scratch:
+        steps = run_all(args)
+        keep_main_job_results(args)
     write_report(args, steps, started)
     print(open(os.path.join(args.out, "gpu_check.md")).read())
-    print(f"written: {args.out}/gpu_check.md, gpu_check.json, gpu_check.log")
+    print(f"written: {args.out}/gpu_check.md, gpu_check.json, gpu_check.log, "
+          "main_job_results.json, timing.json, timing.md")
     return 0 if all(s["passed"] for s in steps) else 1
 
 

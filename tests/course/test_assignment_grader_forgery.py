@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from doors import nt
+from doors import needs_pip_installed, nt
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import PACKAGE
 from test_assignment_grader import fresh, replace_regions
@@ -58,6 +58,7 @@ theirs = importlib.import_module(reference.__name__.split(".")[0] + ".layers.lin
 return theirs.Linear.backward(self, dy)'''
 
 
+@needs_pip_installed
 def test_a_stub_that_looks_for_the_reference_finds_nothing(student_copy, tmp_path):
     copy = fresh(student_copy, tmp_path)
     replace_regions(copy, {"Linear.backward": FORGED_LINEAR})

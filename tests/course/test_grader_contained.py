@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from doors import nt
+from doors import needs_pip_installed, nt
 from numpy_transformer.course.assignment.grade import grade
 from numpy_transformer.course.assignment.make import PACKAGE
 from numpy_transformer.course.assignment.sandbox import DISK_MB
@@ -77,7 +77,8 @@ raise RuntimeError("nothing found through {channel}")'''
 
 
 @needs_private_root
-@pytest.mark.parametrize("channel", ["argv", "child", "proc"])
+@pytest.mark.parametrize("channel", ["argv", pytest.param("child", marks=needs_pip_installed),
+                                     "proc"])
 def test_the_teachers_package_cannot_be_found(student_copy, tmp_path, channel):
     """Protection: the private root holds no teacher's package, and its /proc only the
     worker's own processes."""

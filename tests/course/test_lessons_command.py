@@ -159,6 +159,8 @@ def test_html_says_what_the_site_lacks_here_and_still_builds(tmp_path):
 
 
 def test_html_names_a_lesson_that_fails_and_writes_no_page_for_it(tmp_path):
+    for needed in ("nbconvert", "ipykernel"):      # the notebooks extra
+        pytest.importorskip(needed)
     source = tmp_path / "mine"
     write_lessons(source, [("01_works", "print(6 * 7)"),
                            ("02_broken", "raise ValueError('on purpose')")])
