@@ -52,8 +52,9 @@ def clip_grad_norm(grads, max_norm):
 
 
 def _clip_on_device(grads, max_norm):
-    """clip_grad_norm without a host round trip, in the gradients' dtype."""
-    norms = xp.stack([xp.linalg.norm(g.ravel()) for g in grads])          # (P,)
+    """clip_grad_norm without a host round trip, in the gradients' dtype. Each norm is
+    sqrt(g . g): CuPy's linalg.norm would square g into a temporary the size of g."""
+    norms = xp.stack([xp.sqrt(xp.dot(g.ravel(), g.ravel())) for g in grads])   # (P,)
     total = xp.linalg.norm(norms)                                         # ()
     coef = xp.minimum(max_norm / (total + _EPS), 1)                       # ()
     coef = xp.where(xp.isfinite(total), coef, 1).astype(grads[0].dtype)   # ()
