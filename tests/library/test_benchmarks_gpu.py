@@ -46,6 +46,26 @@ def test_gpu_step_runs_under_the_simulator(tmp_path):
     assert "| tiny |" in table and "ours / PyTorch" in table
 
 
+@pytest.mark.torch
+def test_gpu_profile_runs_under_the_simulator(tmp_path):
+    """benchmarks/gpu_profile.py on a CPU: step and queue times of both sides; the columns
+    only a GPU can fill (CUPTI's kernels, the CUDA graph) say n/a."""
+    pytest.importorskip("torch")
+    out, md = tmp_path / "profile.json", tmp_path / "profile.md"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/gpu_profile.py", "--config", "tiny", "--steps", "1",
+         "--device-backend", "simulator", "--torch-device", "cpu", "--json", str(out),
+         "--markdown", str(md)], cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"),
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    tiny = json.loads(out.read_text())["tiny"]
+    assert tiny["ours"]["step_ms"] > 0 and 0 < tiny["ours"]["queue_ms"] <= tiny["ours"]["step_ms"]
+    assert tiny["torch"]["step_ms"] > 0 and tiny["ours"]["kernels"] is None
+    assert tiny["ours"]["graph_error"] == "no GPU"
+    table = md.read_text()
+    assert "| tiny | ours |" in table and "| tiny | torch |" in table and "n/a" in table
+
+
 def fake_bin(tmp_path, gpu):
     """A folder for PATH's front: `python`, `python3` and `pip` that only leave a mark
     (so any use of them, an install say, shows), and a fake `nvidia-smi` when `gpu`."""
