@@ -19,12 +19,12 @@
 # the same weights (float32, TF32 off on both sides) with greedy and beam decoding. A step
 # that reaches its share of the budget is stopped and says how far it got.
 # Writes DIR/gpu_check.md (the table), gpu_check.json and gpu_check.log. $PYTHON picks the
-# interpreter (default python). Exit 0 when every step passed, 1 when one failed or was
+# interpreter (default python, else python3). Exit 0 when every step passed, 1 when one failed or was
 # stopped, 2 without GPU/CuPy or for a bad option.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."          # the repository root
-PYTHON=${PYTHON:-python}
+PYTHON=${PYTHON:-$(command -v python || command -v python3 || echo python)}   # python3 where no python
 
 no_gpu() {
     echo "gpu_check.sh: no NVIDIA GPU here ($1). This script needs an NVIDIA GPU with its" \
