@@ -72,6 +72,9 @@ def readme_runs():
         ReadmeRun("multi30k_en_de_tiny", "m30k_en_de_tiny",
                   "Multi30k English -> German, the published tiny shape",
                   _multi30k("m30k_en_de_tiny")),
+        ReadmeRun("multi30k_de_en_tiny", "m30k_de_en_tiny",
+                  "Multi30k German -> English, the published tiny shape",
+                  _multi30k("m30k_de_en_tiny")),
     )
 
 

@@ -33,6 +33,7 @@ def long_commands():
     lms = dataset_commands("shakespeare", DataFolder())
     return {"multi30k.toml": runs["m30k"][0], "multi30k_en_de.toml": runs["m30k_en_de"][0],
             "multi30k_en_de_tiny.toml": runs["m30k_en_de_tiny"][0],
+            "multi30k_de_en_tiny.toml": runs["m30k_de_en_tiny"][0],
             "multi30k_words.toml": runs["translation"][0], "shakespeare.toml": lms[0],
             "shakespeare_big.toml": lms[1], "shakespeare_hour.toml": lms[2],
             "capstone.toml": CAPSTONE}

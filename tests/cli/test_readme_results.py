@@ -124,7 +124,8 @@ def test_each_run_printed_on_a_docs_page_shows_its_results_beside_its_command():
     assert shown >= 5
 
 
-@pytest.mark.parametrize("name", ["multi30k_recipe", "multi30k_en_de", "multi30k_en_de_tiny"])
+@pytest.mark.parametrize("name", ["multi30k_recipe", "multi30k_en_de", "multi30k_en_de_tiny",
+                                  "multi30k_de_en_tiny"])
 def test_the_recipe_page_table_of_runs_quotes_their_summaries(name):
     """docs/multi30k_recipe.md's table "The runs": time, steps and BLEU of each direction."""
     s, folder = summary(name), {r.name: r.folder for r in readme_runs()}[name]

@@ -36,7 +36,7 @@ def runs(tmp_path_factory):
           cwd=work))
     recipe = ["--bpe", "20", "--joint-vocab", "--share-embeddings", "--bleu-tokenize", "none",
               "--keep-last", "2"]
-    for folder in ("m30k", "m30k_en_de", "m30k_en_de_tiny"):   # the recipe both ways, tiny
+    for folder in ("m30k", "m30k_en_de", "m30k_en_de_tiny", "m30k_de_en_tiny"):  # recipe, tiny
         ok(nt("train", *corpus, *recipe, *QUICK, "--out", f"runs/{folder}", cwd=work))
         ok(nt("average", f"runs/{folder}/step-20.npz", f"runs/{folder}/step-40.npz", "--out",
               f"runs/{folder}/avg.npz", cwd=work))
@@ -114,7 +114,8 @@ def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_pat
     for name, figures in (("reverse", 5), ("dates", 5), ("multi30k", 5), ("shakespeare_lm", 2),
                           ("shakespeare_lm_big", 2), ("shakespeare_lm_hour", 2),
                           ("multi30k_recipe", 5),
-                          ("multi30k_en_de", 5), ("multi30k_en_de_tiny", 5)):
+                          ("multi30k_en_de", 5), ("multi30k_en_de_tiny", 5),
+                          ("multi30k_de_en_tiny", 5)):
         summary = json.loads((tmp_path / "figs" / f"{name}.json").read_text())
         assert len(summary["figures"]) == figures
         for png in summary["figures"]:

@@ -349,13 +349,14 @@ def recipe_page_lines():
             if line.startswith("mpiexec -n 2 python -m numpy_transformer train --config")]
 
 
-def test_the_recipe_page_prints_three_two_rank_runs():
+def test_the_recipe_page_prints_four_two_rank_runs():
     assert [shlex.split(line)[-1] for line in recipe_page_lines()] == [
-        "configs/multi30k.toml", "configs/multi30k_en_de.toml", "configs/multi30k_en_de_tiny.toml"]
+        "configs/multi30k.toml", "configs/multi30k_en_de.toml", "configs/multi30k_en_de_tiny.toml",
+        "configs/multi30k_de_en_tiny.toml"]
 
 
 @needs_mpi
-@pytest.mark.parametrize("index", [0, 1, 2])
+@pytest.mark.parametrize("index", [0, 1, 2, pytest.param(3, marks=pytest.mark.slow)])  # 3: 2 swapped
 def test_the_readme_multi30k_recipe_trains_on_two_ranks_and_averages(tmp_path, index):
     """The README's other `mpiexec -n 2` commands (the paper's recipe, both directions, and the
     published tiny shape, on docs/multi30k_recipe.md, their options in configs/), shortened, on
