@@ -38,7 +38,8 @@ def uninterrupted(tmp_path_factory):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
-@pytest.mark.parametrize("kill_after", [40, 120, 200])
+@pytest.mark.parametrize("kill_after", [pytest.param(40, marks=pytest.mark.slow), 120,
+                                        pytest.param(200, marks=pytest.mark.slow)])
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, uninterrupted, kill_after):
     crashed = tmp_path / "crashed"
     proc = subprocess.Popen([sys.executable, *ARGS, "--out", str(crashed)],

@@ -117,7 +117,7 @@ def test_fresh_student_copy_imports_and_scores_zero_everywhere(student_copy):
         assert result.message.startswith("not implemented: "), result
 
 
-@pytest.mark.parametrize("part", ["linear", "mla"])
+@pytest.mark.parametrize("part", ["linear", pytest.param("mla", marks=pytest.mark.slow)])
 def test_filling_in_one_part_scores_exactly_that_part(student_copy, tmp_path, part):
     copy = fresh(student_copy, tmp_path)
     reveal(copy, [part])
