@@ -14,7 +14,9 @@ early leaves its time to the next ones):
                beside the tests, in the same window (the tests keep the CPU cores busy, the
                main job the GPU; on an H200 its 3000 steps took 171 s beside them)
     timing     benchmarks/gpu_step.py: tiny, small, base against PyTorch eager on the same
-               weights, float32, TF32 off on both sides; greedy and beam decoding (25)
+               weights, float32, TF32 off on both sides; greedy and beam decoding (15)
+    profile    benchmarks/gpu_profile.py: kernels, copies, device-busy and queue time per
+               step of tiny and base, ours and PyTorch's, and the CUDA-graph try (10)
 
 The main job's run folder is made in a temporary folder, and only its results.json is
 copied to --out (main_job_results.json): the device call brings back 8 files at most.
@@ -22,8 +24,10 @@ copied to --out (main_job_results.json): the device call brings back 8 files at 
 A step that reaches its share is interrupted (SIGINT, so pytest prints how many tests
 ran; then SIGKILL) and reported as "stopped at its share", with its last line: how far
 it got. Everything goes to --out: gpu_check.md (the timing table, the main job's
-accuracy and every step's outcome), gpu_check.json (the same as data) and gpu_check.log
-(every step's whole output). Exit 0 when every step passed, 1 otherwise.
+accuracy, the profile and every step's outcome), gpu_check.json (the same as data),
+gpu_check.log (every step's whole output), and the steps' own timing.json, timing.md,
+profile.json, profile.md, main_job_results.json: 8 files, what a device call brings back.
+Exit 0 when every step passed, 1 otherwise.
 
 The rehearsal (--rehearse) runs the same steps on a CPU with the device simulator
 (numpy_transformer/testing/device_simulator.py) for CuPy and PyTorch on the CPU, small
@@ -45,7 +49,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEST_ORDER = ["tests/core", "tests/library", "tests/cli", "tests"]   # pytest drops repeats
-SHARES = {"tests": 75, "timing": 25}
+SHARES = {"tests": 75, "timing": 15, "profile": 10}
 BESIDE = "beside"   # the share of a step run in the next step's window
 VERSIONS_SECONDS = 60
 GRACE = 20          # seconds between SIGINT and SIGKILL
@@ -67,8 +71,12 @@ def plan(args):
     timing = [py, "benchmarks/gpu_step.py", "--dtype", "float32", "--beam", "4",
               "--json", os.path.join(out, "timing.json"),
               "--markdown", os.path.join(out, "timing.md")]
+    profile = [py, "benchmarks/gpu_profile.py", "--json", os.path.join(out, "profile.json"),
+               "--markdown", os.path.join(out, "profile.md")]
     if args.rehearse:
         train += ["--steps", "60"]
+        profile += ["--config", "tiny", "--steps", "2", "--device-backend", "simulator",
+                    "--torch-device", "cpu"]
         timing += ["--config", "tiny", "--steps", "2", "--device-backend", "simulator",
                    "--torch-device", "cpu"]
     else:
@@ -78,7 +86,8 @@ def plan(args):
             ("main-job", train, BESIDE),
             ("tests", [py, "-m", "pytest", "-q", "-p", "no:nbmake", "-n", str(args.workers),
                        "-m", "not slow", *tests], SHARES["tests"]),
-            ("timing", timing, SHARES["timing"])]
+            ("timing", timing, SHARES["timing"]),
+            ("profile", profile, SHARES["profile"])]
 
 
 def environment(args):
@@ -192,6 +201,14 @@ def main_job_accuracy(out):
         return None
 
 
+def _read(path, missing):
+    """The text of the file at `path`, or `missing` where there is none."""
+    if not os.path.exists(path):
+        return missing
+    with open(path) as f:
+        return f.read()
+
+
 def write_report(args, steps, started):
     """gpu_check.md and gpu_check.json in --out."""
     timing_md = os.path.join(args.out, "timing.md")
@@ -204,16 +221,22 @@ def write_report(args, steps, started):
              table, "Main job (`train --task reverse`): " + (
                  f"held-out exact match {100 * accuracy['exact_match']:.1f}%, token accuracy "
                  f"{100 * accuracy['token_accuracy']:.1f}%" if accuracy else "no results.json"),
-             "", f"Steps of benchmarks/gpu_check.sh (budget {args.budget:.0f} s):", ""]
+             "", "Where the step's time goes (benchmarks/gpu_profile.py):", "",
+             _read(os.path.join(args.out, "profile.md"), "(no profile: the profile step did "
+                   "not finish; see gpu_check.log)\n"),
+             f"Steps of benchmarks/gpu_check.sh (budget {args.budget:.0f} s):", ""]
     lines += [f"- {s['step']}: {s['outcome']} in {s['seconds']:.0f} s"
               + (f" -- last line: {s['last_line']}" if s["last_line"] else "") for s in steps]
     with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     timing_json = os.path.join(args.out, "timing.json")
     timing = json.load(open(timing_json)) if os.path.exists(timing_json) else None
+    profile_json = os.path.join(args.out, "profile.json")
+    profile = json.load(open(profile_json)) if os.path.exists(profile_json) else None
     with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
         json.dump({"date": started, "rehearsal": args.rehearse, "budget_s": args.budget,
-                   "steps": steps, "main_job": accuracy, "timing": timing}, f, indent=1)
+                   "steps": steps, "main_job": accuracy, "timing": timing,
+                   "profile": profile}, f, indent=1)
 
 
 def parse_args(argv=None):
@@ -244,7 +267,7 @@ def main(argv=None):
     write_report(args, steps, started)
     print(open(os.path.join(args.out, "gpu_check.md")).read())
     print(f"written: {args.out}/gpu_check.md, gpu_check.json, gpu_check.log, "
-          "main_job_results.json, timing.json, timing.md")
+          "main_job_results.json, timing.json, timing.md, profile.json, profile.md")
     return 0 if all(s["passed"] for s in steps) else 1
 
 

@@ -135,7 +135,9 @@ def test_gpu_check_rehearsal_runs_every_step_in_its_budget(tmp_path):
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((out / "gpu_check.json").read_text())
     steps = {s["step"]: s for s in report["steps"]}
-    assert list(steps) == ["versions", "main-job", "tests", "timing"]     # main job beside tests
+    assert list(steps) == ["versions", "main-job", "tests", "timing", "profile"]  # main job
+    assert steps["profile"]["passed"], report["steps"]                           # beside tests
+    assert report["profile"]["tiny"]["ours"]["step_ms"] > 0
     assert steps["versions"]["passed"] and "torch" in steps["versions"]["last_line"]
     assert steps["main-job"]["passed"] and steps["timing"]["passed"], report["steps"]
     tests = steps["tests"]
@@ -146,13 +148,14 @@ def test_gpu_check_rehearsal_runs_every_step_in_its_budget(tmp_path):
     # The device call brings back 8 files: the main job's run folder stays out of --out.
     assert sorted(f.name for f in out.iterdir()) == [
         "gpu_check.json", "gpu_check.log", "gpu_check.md", "main_job_results.json",
-        "timing.json", "timing.md"]
+        "profile.json", "profile.md", "timing.json", "timing.md"]
     assert report["main_job"]["exact_match"] >= 0 and report["timing"]["results"]
     (timing,) = report["timing"]["results"]
     assert timing["config"] == "tiny" and timing["parity"]["ok"] and timing["beam"]["beam"] == 4
     md = (out / "gpu_check.md").read_text()
     assert "| tiny |" in md and "Main job" in md and "held-out exact match" in md
     assert "- tests: " in md and "TF32 off on both sides" in md
+    assert "| tiny | ours |" in md and "- profile: " in md
     assert (out / "gpu_check.log").stat().st_size > 0
 
 
