@@ -211,9 +211,8 @@ def _read(path, missing):
 
 def write_report(args, steps, started):
     """gpu_check.md and gpu_check.json in --out."""
-    timing_md = os.path.join(args.out, "timing.md")
-    table = open(timing_md).read() if os.path.exists(timing_md) else \
-        "(no timing table: the timing step did not finish; see gpu_check.log)\n"
+    table = _read(os.path.join(args.out, "timing.md"),
+                  "(no timing table: the timing step did not finish; see gpu_check.log)\n")
     accuracy = main_job_accuracy(args.out)
     where = ("rehearsal on the CPU: device simulator, PyTorch CPU" if args.rehearse
              else "CuPy and PyTorch CUDA")
@@ -229,10 +228,8 @@ def write_report(args, steps, started):
               + (f" -- last line: {s['last_line']}" if s["last_line"] else "") for s in steps]
     with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    timing_json = os.path.join(args.out, "timing.json")
-    timing = json.load(open(timing_json)) if os.path.exists(timing_json) else None
-    profile_json = os.path.join(args.out, "profile.json")
-    profile = json.load(open(profile_json)) if os.path.exists(profile_json) else None
+    timing, profile = (json.loads(_read(os.path.join(args.out, name), "null"))
+                       for name in ("timing.json", "profile.json"))
     with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
         json.dump({"date": started, "rehearsal": args.rehearse, "budget_s": args.budget,
                    "steps": steps, "main_job": accuracy, "timing": timing,
