@@ -34,10 +34,10 @@ LM_QUICK = dict(steps=30, warmup=3, eval_every=15, checkpoint_every=15, log_ever
                 d_model=32, num_heads=2, d_ff=64, num_layers=1, max_len=32, batch_size=8,
                 eval_batches=4)
 LM_SETTINGS = ("text", "eval_batches", "d_model", "num_heads", "d_ff", "num_layers", "max_len",
-               "dropout", "norm_first", "attention", "latent_dim", "tie_embeddings", "steps",
-               "batch_size", "lr", "warmup", "schedule", "label_smoothing", "clip_norm",
-               "weight_decay", "keep_last", "seed", "eval_every", "checkpoint_every",
-               "log_every", "out", "figures")
+               "dropout", "attention_dropout", "activation_dropout", "norm_first", "attention",
+               "latent_dim", "tie_embeddings", "steps", "batch_size", "lr", "warmup", "schedule",
+               "label_smoothing", "clip_norm", "weight_decay", "keep_last", "seed", "eval_every",
+               "checkpoint_every", "log_every", "out", "figures")
 
 
 def add_parsers(commands):

@@ -121,7 +121,12 @@ def add_model_options(p, encoder_decoder):
                    type=positive_int, help="longest sequence in tokens (the positional "
                    "table)" + ("; longer training pairs are dropped at load time"
                                if encoder_decoder else "; the context and training window"))
-    g.add_argument("--dropout", type=probability, help="dropout probability")
+    g.add_argument("--dropout", type=probability, help="dropout probability (on sublayer "
+                   "outputs and embeddings; also the next two unless given)")
+    g.add_argument("--attention-dropout", type=probability,
+                   help="dropout on the attention weights (default: --dropout)")
+    g.add_argument("--activation-dropout", type=probability,
+                   help="dropout on the feed-forward hidden layer (default: --dropout)")
     g.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=None,
                    help="pre-norm blocks (--no-norm-first: post-norm, as in the paper)")
     g.add_argument("--attention", choices=("mha", "mla"),

@@ -35,7 +35,8 @@ QUICK = dict(steps=40, warmup=4, eval_every=20, checkpoint_every=20, log_every=1
 SETTINGS = ("task", "src", "tgt", "tsv", "val_src", "val_tgt", "test_src", "test_tgt",
             "min_freq", "lowercase", "bleu_tokenize", "eval_examples", "d_model", "num_heads", "d_ff",
             "num_layers", "num_encoder_layers", "num_decoder_layers", "max_len", "dropout",
-            "norm_first", "attention", "latent_dim", "tie_embeddings", "share_embeddings",
+            "attention_dropout", "activation_dropout", "norm_first", "attention", "latent_dim",
+            "tie_embeddings", "share_embeddings",
             "bpe", "joint_vocab", "steps", "batch_size", "batch_tokens", "keep_last",
             "lr", "warmup", "schedule", "label_smoothing", "clip_norm", "weight_decay", "seed",
             "eval_every", "checkpoint_every", "log_every", "out", "figures")

@@ -44,6 +44,9 @@ def validate_config(config, positive_ints, vocab_sizes):
         raise InputError(message("d_model", f"a multiple of num_heads={H}",
                                  f"d_model={D}, which is not divisible by {H}"))
     check_unit_interval(config.dropout, "dropout")
+    for name in ("attention_dropout", "activation_dropout"):
+        if getattr(config, name) is not None:
+            check_unit_interval(getattr(config, name), name)
     check_bool(config.norm_first, "norm_first")
     check_choice(config.attention, "attention", ATTENTION_KINDS)
     if config.latent_dim is not None:
@@ -65,7 +68,9 @@ class TransformerConfig:
     d_ff: int = 2048                 # F, hidden width of the feed-forward layers
     num_encoder_layers: int = 6      # N encoder blocks
     num_decoder_layers: int = 6      # N decoder blocks
-    dropout: float = 0.1             # on sublayer outputs, embeddings and attention weights
+    dropout: float = 0.1             # on sublayer outputs and embeddings; by default also:
+    attention_dropout: float = None  # on attention weights (None: dropout)
+    activation_dropout: float = None  # on the feed-forward hidden layer (None: dropout)
     max_len: int = 5000              # longest sequence the positional table covers
     norm_first: bool = False         # False: post-norm as in the paper; True: pre-norm
     attention: str = "mha"           # "mha" multi-head, "mla" multi-head latent attention
@@ -102,7 +107,9 @@ class GPTConfig:
     num_heads: int = 8               # H; D must be divisible by H
     d_ff: int = 1024                 # F, hidden width of the feed-forward layers
     num_layers: int = 4              # N blocks
-    dropout: float = 0.1             # on sublayer outputs, embeddings and attention weights
+    dropout: float = 0.1             # on sublayer outputs and embeddings; by default also:
+    attention_dropout: float = None  # on attention weights (None: dropout)
+    activation_dropout: float = None  # on the feed-forward hidden layer (None: dropout)
     max_len: int = 1024              # longest sequence (context) the positional table covers
     norm_first: bool = True          # True: pre-norm (GPT-2 style); False: post-norm
     attention: str = "mha"           # "mha" multi-head, "mla" multi-head latent attention

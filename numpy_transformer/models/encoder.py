@@ -5,7 +5,7 @@ from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..kv_cache import layer_cache
 from ..module import Module
-from .sublayers import make_attention
+from .sublayers import make_attention, sublayer_dropouts
 
 
 class EncoderBlock(Module):
@@ -25,10 +25,12 @@ class EncoderBlock(Module):
     """
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
-                 attention="mha", latent_dim=None, *, rng=None):
+                 attention="mha", latent_dim=None, *, attention_dropout=None,
+                 activation_dropout=None, rng=None):
         super().__init__()
-        self.self_attn = make_attention(attention, d_model, num_heads, dropout, latent_dim, rng)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, rng=rng)
+        p_attn, p_ff = sublayer_dropouts(dropout, attention_dropout, activation_dropout)
+        self.self_attn = make_attention(attention, d_model, num_heads, p_attn, latent_dim, rng)
+        self.feed_forward = FeedForward(d_model, d_ff, p_ff, rng=rng)
         self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
                           for _ in range(2)]
 
@@ -64,10 +66,13 @@ class Encoder(Module):
     """
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
-                 attention="mha", latent_dim=None, *, rng=None):
+                 attention="mha", latent_dim=None, *, attention_dropout=None,
+                 activation_dropout=None, rng=None):
         super().__init__()
-        self.layers = [EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first,
-                                    attention, latent_dim, rng=rng) for _ in range(num_layers)]
+        self.layers = [EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first, attention,
+                                    latent_dim, attention_dropout=attention_dropout,
+                                    activation_dropout=activation_dropout, rng=rng)
+                       for _ in range(num_layers)]
         self.norm = LayerNorm(d_model) if norm_first else None
 
     def forward(self, x, mask=None, cache=None):

@@ -54,7 +54,9 @@ class GPT(Module):
         self.embed = Embedding(c.vocab_size, c.d_model, rng=rng)
         self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         self.layers = [EncoderBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first,
-                                    c.attention, c.latent_dim, rng=rng)
+                                    c.attention, c.latent_dim,
+                                    attention_dropout=c.attention_dropout,
+                                    activation_dropout=c.activation_dropout, rng=rng)
                        for _ in range(c.num_layers)]
         self.norm = LayerNorm(c.d_model) if c.norm_first else None
         if c.tie_embeddings:

@@ -68,7 +68,9 @@ class Transformer(Module):
         self.config = c = check_config(config, TransformerConfig)
         rng = np.random.default_rng(c.seed)
         stack = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
-                     norm_first=c.norm_first, attention=c.attention, latent_dim=c.latent_dim)
+                     norm_first=c.norm_first, attention=c.attention, latent_dim=c.latent_dim,
+                     attention_dropout=c.attention_dropout,
+                     activation_dropout=c.activation_dropout)
         self.src_embed = Embedding(c.src_vocab_size, c.d_model, rng=rng)
         self.tgt_embed = Embedding(c.tgt_vocab_size, c.d_model, rng=rng)
         if c.share_embeddings:               # with tie_embeddings: one matrix for all three

@@ -101,6 +101,9 @@ def test_no_command_prints_the_usage_and_exits_2():
     (["train", "--steps", "0"], ["--steps", "a positive integer", "'0'"]),
     (["train", "--lr", "-1"], ["--lr", "a number > 0"]),
     (["train", "--dropout", "1.5"], ["--dropout", "[0, 1)"]),
+    (["train", "--attention-dropout", "1"], ["--attention-dropout", "[0, 1)", "'1'"]),
+    (["train-lm", "--text", "text.txt", "--activation-dropout", "-0.1"],
+     ["--activation-dropout", "[0, 1)"]),
     (["train-lm", "--text", "text.txt", "--max-len", "x"], ["--max-len", "'x'"]),
     (["generate", "--checkpoint", "x.npz", "--temperature", "0"], ["--temperature"]),
 ])
@@ -114,6 +117,17 @@ def test_steps_30_just_works_and_too_long_a_warmup_names_the_option(work):
     assert "30 steps in" in out
     error(nt("train", "--task", "copy", "--steps", "30", "--warmup", "200", "--out",
              "runs/w200", cwd=work), 2, "--warmup", "steps=30", "200")
+
+
+def test_attention_and_activation_dropout_reach_the_saved_model(work):
+    ok(nt("train-lm", "--text", "text.txt", *QUICK, "--dropout", "0.3", "--attention-dropout",
+          "0", "--activation-dropout", "0.05", "--out", "runs/lm_dropouts", cwd=work))
+    config = json.loads((work / "runs" / "lm_dropouts" / "config.json").read_text())["model"]
+    assert (config["dropout"], config["attention_dropout"], config["activation_dropout"]) == (
+        0.3, 0.0, 0.05)
+    block = load_checkpoint(str(work / "runs" / "lm_dropouts" / "last.npz")).model.layers[0]
+    assert (block.self_attn.dropout.p, block.feed_forward.dropout.p,
+            block.sublayers[0].dropout.p) == (0.0, 0.05, 0.3)
 
 
 def test_inconsistent_model_settings_name_the_option(work):
