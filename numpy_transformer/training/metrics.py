@@ -152,8 +152,11 @@ def evaluate_lm(model, ids, *, block_size, batch_size=32, max_batches=None):
     """{"loss": mean next-token loss in nats, "perplexity": exp(loss)} on held-out `ids`.
 
     The text is cut into consecutive, non-overlapping windows of block_size
-    tokens (each predicting the next), so every token is scored once and the
-    result does not depend on any random draw.
+    tokens (each predicting the next); the r = (len(ids) - 1) % block_size targets
+    after the last whole window are scored by one more window, the last block_size + 1
+    tokens, counting only its last r predictions. So every token after the first is
+    scored once (all of them unless max_batches stops early), and the result does not
+    depend on any random draw.
     """
     check_integer(block_size, "block_size")
     ids = to_numpy(xp.asarray(ids)).astype("int64").ravel()
@@ -173,6 +176,13 @@ def evaluate_lm(model, ids, *, block_size, batch_size=32, max_batches=None):
         x, y = xp.asarray(rows[:, :-1]), xp.asarray(rows[:, 1:])            # (B, T) each
         total += loss_fn.forward(model.forward(x), y, num_tokens=y.size) * y.size
         count += y.size
+    rest = len(ids) - 1 - n * block_size            # targets after the last whole window
+    if rest and count == n * block_size:            # every whole window was scored
+        row = ids[-(block_size + 1):]                                    # (T + 1,)
+        x, y = xp.asarray(row[None, :-1]), xp.asarray(row[None, -rest:])  # (1, T), (1, r)
+        logits = model.forward(x)[:, -rest:]                             # (1, r, V)
+        total += loss_fn.forward(logits, y, num_tokens=rest) * rest
+        count += rest
     model.train(was_training)
     loss = float(total) / count                          # one wait for the device, at the end
     return {"loss": loss, "perplexity": perplexity(loss)}

@@ -86,6 +86,44 @@ def test_evaluate_lm_reports_perplexity_of_the_loss():
     assert 1.0 < scores["perplexity"] < 30   # near uniform over 11 at initialisation
 
 
+class Bigram:
+    """A stand-in language model whose logits depend on the current token alone, so the
+    loss of each next-token prediction is the same whatever window it is scored in."""
+    training = False
+
+    def __init__(self, vocab_size, seed=0):
+        self.table = np.random.default_rng(seed).normal(size=(vocab_size, vocab_size))
+
+    def eval(self):
+        return self
+
+    def train(self, mode=True):
+        self.training = mode
+
+    def forward(self, x):
+        return self.table[np.asarray(x)]                                    # (B, T, V)
+
+    def losses(self, ids):
+        """The loss of every prediction ids[i] -> ids[i + 1], each once."""
+        logits = self.table[ids[:-1]]
+        logz = np.log(np.exp(logits).sum(-1))
+        return logz - logits[np.arange(len(ids) - 1), ids[1:]]
+
+
+@pytest.mark.parametrize("length", [7, 13, 40, 41])     # remainders 0, 0, 3 and 4 (block 6)
+def test_evaluate_lm_scores_every_prediction_once_the_tail_included(length):
+    model = Bigram(11)
+    ids = np.random.default_rng(length).integers(0, 11, length)
+    scores = evaluate_lm(model, ids, block_size=6, batch_size=4)
+    assert scores["loss"] == pytest.approx(model.losses(ids).mean(), rel=1e-12)
+
+
+def test_evaluate_lm_stopped_by_max_batches_scores_whole_windows_only():
+    model, ids = Bigram(11), np.random.default_rng(1).integers(0, 11, 40)
+    scores = evaluate_lm(model, ids, block_size=6, batch_size=2, max_batches=1)
+    assert scores["loss"] == pytest.approx(model.losses(ids)[:12].mean(), rel=1e-12)
+
+
 def test_pair_stream_resumes_at_the_same_batch():
     task = get_task("reverse", max_len=4)
     tok = task.tokenizer()
