@@ -101,7 +101,8 @@ class Bigram:
         self.training = mode
 
     def forward(self, x):
-        return self.table[np.asarray(x)]                                    # (B, T, V)
+        from numpy_transformer.backend import to_numpy, xp
+        return xp.asarray(self.table[to_numpy(x)])                          # (B, T, V)
 
     def losses(self, ids):
         """The loss of every prediction ids[i] -> ids[i + 1], each once."""
