@@ -9,6 +9,7 @@ import signal
 import numpy as np
 import pytest
 
+from numpy_transformer.backend import to_numpy, xp
 from numpy_transformer.checkpoint import load_checkpoint
 from numpy_transformer.data import encode_pairs, get_task
 from numpy_transformer.training.metrics import (evaluate_lm, evaluate_seq2seq, perplexity,
@@ -101,7 +102,6 @@ class Bigram:
         self.training = mode
 
     def forward(self, x):
-        from numpy_transformer.backend import to_numpy, xp
         return xp.asarray(self.table[to_numpy(x)])                          # (B, T, V)
 
     def losses(self, ids):
