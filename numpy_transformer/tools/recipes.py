@@ -16,7 +16,8 @@ def _shakespeare_commands(p):
             "--num-heads 4 --d-ff 512 --dropout 0.05 --lr 3e-3 --warmup 200 --batch-size 32 "
             "--max-len 128 --steps 6000 --out runs/lm_big",
             f"mpiexec -n 2 python -m numpy_transformer train-lm --text {text} --d-model 128 "
-            "--num-layers 6 --num-heads 4 --d-ff 512 --dropout 0.1 --max-len 256 --lr 2.5e-3 "
+            "--num-layers 6 --num-heads 4 --d-ff 512 --dropout 0.1 --attention-dropout 0 "
+            "--activation-dropout 0 --max-len 256 --lr 2.5e-3 "
             "--warmup 200 --batch-size 32 --weight-decay 0.1 --steps 4800 --eval-every 300 "
             "--log-every 100 --out runs/lm_hour",
             'python -m numpy_transformer generate --checkpoint runs/lm/best.npz --prompt "ROMEO:"']
