@@ -5,7 +5,7 @@
 # held-out loss (nats per character, every character of the last 10%) of the checkpoints every
 # EVERY steps (default 300). Training runs with the file's own --steps, so the cosine schedule
 # is the full run's; it is stopped once step STEPS is saved. Its log also has the periodic
-# held-out loss on the first 20 batches, as the full run's log. A fixed number of steps, not of
+# held-out loss, as the full run's log has. A fixed number of steps, not of
 # seconds, makes the result independent of what else the machine is doing.
 #
 #   bash benchmarks/shakespeare_proxy.sh NAME [--option value ...]   # options replace the file's
@@ -22,7 +22,8 @@ mkdir -p "$OUT"; log=$OUT/$name.log; run=$OUT/$name
 keep=$(( STEPS / EVERY + 5 ))      # a few to spare: the run goes on until it is stopped
 start=$(date +%s)
 ${launch[@]+"${launch[@]}"} python -m numpy_transformer train-lm --config "$CONFIG" --threads 1 \
-  --no-progress --no-figures --eval-every "$EVERY" --checkpoint-every "$EVERY" --keep-last "$keep" --log-every 100 \
+  --no-progress --no-figures --eval-every "$EVERY" --checkpoint-every "$EVERY" \
+  --keep-last "$keep" --log-every 100 \
   "$@" --out "$run" > "$log" 2>&1 &
 pid=$!
 while kill -0 "$pid" 2> /dev/null && [ ! -f "$run/step-$STEPS.npz" ]; do sleep 1; done
