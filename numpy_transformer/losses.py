@@ -21,14 +21,17 @@ form; going through softmax's own Jacobian would divide by tiny probabilities.
 When every target is ignored (N = 0) we return loss 0.0 and a zero gradient,
 so a batch of pure padding changes nothing. (PyTorch returns NaN there.)
 
-On a GPU the loss stays there: with NumPy, forward returns a Python float; on
-a device, a 0-d device array (a float would wait for the GPU every step). The
-training loop passes `num_tokens`, counted by the data pipeline on the host, so
-that neither the count nor the check of the target ids needs the device.
+The loss comes back as a 0-d float64 array of the active array module
+(backend.xp) on every backend: `float(loss)` reads it; on a GPU it stays there until
+read (a Python float would wait for the device every step). `loss(logits, targets)`
+checks its inputs first (`check_inputs`, the ids in range included); a caller that
+made them itself calls `forward`, as a module's parts do: the training loop passes
+`num_tokens`, counted by the data pipeline on the host, so that nothing waits for
+the device there.
 """
 
-from .backend import get_backend, xp
-from .validation import check_float_array, check_unit_interval, message
+from .backend import xp
+from .validation import check_float_array, check_integer, check_unit_interval, message
 from .module import Module
 from .errors import InputError, InputTypeError
 
@@ -36,9 +39,10 @@ from .errors import InputError, InputTypeError
 class CrossEntropyLoss(Module):
     """Mean cross-entropy of `logits` (..., V) against integer `targets` (...).
 
-    forward(logits, targets, num_tokens=None) -> the mean over counted tokens: a Python
-                             float (NumPy) or a 0-d device array (CuPy); num_tokens, when
-                             given, is N counted on the host and the targets are trusted
+    loss(logits, targets, num_tokens=None) -> `check_inputs`, then `forward`
+    forward(logits, targets, num_tokens=None) -> the mean over counted tokens, a 0-d
+                             float64 array of backend.xp on every backend; num_tokens,
+                             when given, is N counted on the host (else counted here)
     backward(dloss=1.0)      -> dlogits (..., V), same dtype as logits
     num_tokens               the number of counted tokens N in the last forward
 
@@ -58,49 +62,16 @@ class CrossEntropyLoss(Module):
         self.num_tokens = 0
         self.saved = None
 
-    def _check(self, logits, targets):
-        check_float_array(logits, "logits")
-        if logits.ndim < 2 or 0 in logits.shape:
-            raise InputError(message("logits", "a non-empty array (..., V) with at least 2 "
-                                     "dimensions", f"shape {tuple(logits.shape)}"))
-        if not hasattr(targets, "dtype") or targets.dtype.kind not in "iu":
-            got = f"dtype {targets.dtype}" if hasattr(targets, "dtype") else type(targets).__name__
-            raise InputTypeError(message("targets", "an integer array of class ids", got))
-        if tuple(targets.shape) != tuple(logits.shape[:-1]):
-            raise InputError(message("targets", f"shape {tuple(logits.shape[:-1])} "
-                                     "(logits.shape[:-1])", f"shape {tuple(targets.shape)}"))
-
-    def _counted(self, targets, V):
-        """(valid mask, targets with ignored ids set to 0); checks ids lie in [0, V)."""
-        targets = xp.asarray(targets)                           # (N,) a caller's host ids too
-        valid = xp.ones(targets.shape, dtype=bool) if self.ignore_index is None \
-            else targets != self.ignore_index                  # (N,)
-        safe = xp.where(valid, targets, 0)                      # (N,) ignored rows read class 0
-        low, high = int(safe.min()), int(safe.max())
-        if low < 0 or high >= V:
-            allowed = f"class ids in [0, {V})" + (
-                "" if self.ignore_index is None else f" or ignore_index={self.ignore_index}")
-            raise InputError(message("targets", allowed, f"id {low if low < 0 else high}"))
-        return valid, safe
-
-    def _trusted(self, targets):
-        """(valid mask, targets with ignored ids set to 0), without a look at the values."""
-        targets = xp.asarray(targets)                           # (N,)
-        if self.ignore_index is None:
-            return xp.ones(targets.shape, dtype=bool), targets
-        valid = targets != self.ignore_index                     # (N,)
-        return valid, xp.where(valid, targets, 0)
-
     def forward(self, logits, targets, num_tokens=None):
-        self._check(logits, targets)
         V = logits.shape[-1]
         x = logits.reshape(-1, V)                               # (N, V), N = all tokens
-        if num_tokens is None:                                  # count and check on the device
-            valid, t = self._counted(targets.reshape(-1), V)    # (N,), (N,)
-            n = int(valid.sum())
-        else:                                                   # counted by the data pipeline
-            valid, t = self._trusted(targets.reshape(-1))
-            n = num_tokens
+        t = xp.asarray(targets).reshape(-1)                     # (N,) a caller's host ids too
+        if self.ignore_index is None:
+            valid = xp.ones(t.shape, dtype=bool)                # (N,) every token counts
+        else:
+            valid = t != self.ignore_index                      # (N,)
+            t = xp.where(valid, t, 0)                           # (N,) ignored rows read class 0
+        n = int(valid.sum()) if num_tokens is None else num_tokens   # here, or by the host
         rows = xp.arange(x.shape[0])                            # (N,)
         eps = self.label_smoothing
 
@@ -116,10 +87,7 @@ class CrossEntropyLoss(Module):
         if eps:
             per_token += (V * log_s - z_sum) * (eps / V)        # -(eps/V) sum_j log p_j
         total = xp.where(valid, per_token, 0).sum()            # () on the device
-        if get_backend() == "numpy":
-            loss = float(total) / n if n else 0.0
-        else:
-            loss = total / max(n, 1)                            # () no wait for the device
+        loss = xp.asarray(total.astype(xp.float64) / max(n, 1))  # () float64, no wait for it
 
         self.num_tokens = n
         self.saved = (p, t, valid, rows, logits.shape)
@@ -143,3 +111,27 @@ class CrossEntropyLoss(Module):
         dx *= scale[:, None]                                    # (N, V)
         return dx.reshape(shape)                                # (..., V)
         # END SOLUTION
+
+    def check_inputs(self, logits, targets, num_tokens=None):
+        """InputError/InputTypeError for logits that are not a float array (..., V), targets
+        that are not integer ids of shape logits.shape[:-1] in [0, V) (or ignore_index), or a
+        num_tokens that is not a count."""
+        check_float_array(logits, "logits")
+        if logits.ndim < 2 or 0 in logits.shape:
+            raise InputError(message("logits", "a non-empty array (..., V) with at least 2 "
+                                     "dimensions", f"shape {tuple(logits.shape)}"))
+        if not hasattr(targets, "dtype") or targets.dtype.kind not in "iu":
+            got = f"dtype {targets.dtype}" if hasattr(targets, "dtype") else type(targets).__name__
+            raise InputTypeError(message("targets", "an integer array of class ids", got))
+        if tuple(targets.shape) != tuple(logits.shape[:-1]):
+            raise InputError(message("targets", f"shape {tuple(logits.shape[:-1])} "
+                                     "(logits.shape[:-1])", f"shape {tuple(targets.shape)}"))
+        V, targets = logits.shape[-1], xp.asarray(targets)
+        counted = targets if self.ignore_index is None else targets[targets != self.ignore_index]
+        low, high = (int(counted.min()), int(counted.max())) if counted.size else (0, 0)
+        if low < 0 or high >= V:
+            allowed = f"class ids in [0, {V})" + (
+                "" if self.ignore_index is None else f" or ignore_index={self.ignore_index}")
+            raise InputError(message("targets", allowed, f"id {low if low < 0 else high}"))
+        if num_tokens is not None:
+            check_integer(num_tokens, "num_tokens", minimum=0)

@@ -38,6 +38,7 @@ def test_hand_computed_values():
     # Row 0: -log(e^3 / (e^1 + e^2 + e^3)) = log(1 + e^-1 + e^-2); row 1: uniform, log 3.
     row0, row1 = math.log(1 + math.exp(-1) + math.exp(-2)), math.log(3)
     loss = CrossEntropyLoss().forward(dev(logits), dev(targets))
+    assert isinstance(loss, xp.ndarray) and loss.shape == () and loss.dtype == np.float64
     assert float(loss) == pytest.approx((row0 + row1) / 2, abs=1e-15)
 
     # Smoothing eps = 0.1: loss = (1 - eps) * nll + (eps / V) * sum_j -log p_j.
@@ -149,15 +150,15 @@ def test_bad_constructor_arguments(make, error, fragment):
 ])
 def test_bad_inputs(logits, targets, error, fragment):
     with pytest.raises(error, match=fragment):
-        CrossEntropyLoss().forward(dev(logits), dev(targets))
+        CrossEntropyLoss()(dev(logits), dev(targets))
 
 
 def test_ignored_ids_may_be_out_of_range():
     loss = CrossEntropyLoss(ignore_index=-100)
-    loss.forward(xp.zeros((2, 3)), xp.asarray([-100, 2]))
+    loss(xp.zeros((2, 3)), xp.asarray([-100, 2]))
     assert loss.num_tokens == 1
     with pytest.raises(ValueError, match="ignore_index=-100"):
-        loss.forward(xp.zeros((2, 3)), xp.asarray([-7, 2]))
+        loss(xp.zeros((2, 3)), xp.asarray([-7, 2]))
 
 
 @pytest.mark.torch
