@@ -24,7 +24,9 @@ We compare per coordinate with
     rel_i = |analytic_i - numeric_i| / max(|analytic_i|, |numeric_i|, floor)
 
 where `floor` keeps coordinates whose true gradient is (near) zero from
-dividing rounding noise by nothing. Dropout masks are frozen during the check.
+dividing rounding noise by nothing. Every forward of the check starts the
+module's random generators from the same state (`replay`), so each dropout
+draws the same mask every time: the checked function does not change.
 The cases every layer and model is checked on: gradcheck_cases.py, beside this file.
 """
 
@@ -98,10 +100,21 @@ def _input_names(module, inputs):
     return [f"input {n}" for n, x in zip(names, inputs) if _is_float_array(x)]
 
 
-def _set_dropout_frozen(module, frozen):
+def generator_states(module):
+    """[(generator, its state now)] for every NumPy Generator a module of the tree holds
+    (a Dropout's `rng`), each once: `replay` puts them back in that state."""
+    found = {}
     for _, m in module.named_modules():
-        if hasattr(m, "frozen"):
-            m.frozen = frozen
+        for value in vars(m).values():
+            if isinstance(value, np.random.Generator):
+                found[id(value)] = (value, value.bit_generator.state)
+    return list(found.values())
+
+
+def replay(states):
+    """Put every generator of `generator_states` back: the next forward draws as the first."""
+    for generator, state in states:
+        generator.bit_generator.state = state
 
 
 def _coordinates(shape, max_coords, rng):
@@ -125,22 +138,18 @@ def gradcheck(module, *inputs, dout=None, forward_kwargs=None, eps=1e-4, rtol=1e
     params = list(module.named_parameters()) if check_params else []
     _check_float64(params, inputs)
     rng = np.random.default_rng(seed)
-    _set_dropout_frozen(module, True)
-    try:
-        loss = ScalarLoss(module, inputs, forward_kwargs, dout, rng, eps, floor)
-        rows = []
-        for name, x, analytic in _analytic_gradients(loss, params):
-            coords = _coordinates(tuple(x.shape), max_coords, rng)
-            numeric = np.array([loss.numeric_gradient(x, idx) for idx in coords])
-            a = np.array([analytic[idx] for idx in coords])
-            abs_err = np.abs(a - numeric)
-            rel_err = abs_err / np.maximum(np.maximum(np.abs(a), np.abs(numeric)), floor)
-            max_rel = float(rel_err.max(initial=0.0))
-            rows.append(GradcheckRow(name, tuple(x.shape), len(coords), max_rel,
-                                     float(abs_err.max(initial=0.0)),
-                                     bool(max_rel <= rtol and np.all(np.isfinite(a)))))
-    finally:
-        _set_dropout_frozen(module, False)
+    loss = ScalarLoss(module, inputs, forward_kwargs, dout, rng, eps, floor)
+    rows = []
+    for name, x, analytic in _analytic_gradients(loss, params):
+        coords = _coordinates(tuple(x.shape), max_coords, rng)
+        numeric = np.array([loss.numeric_gradient(x, idx) for idx in coords])
+        a = np.array([analytic[idx] for idx in coords])
+        abs_err = np.abs(a - numeric)
+        rel_err = abs_err / np.maximum(np.maximum(np.abs(a), np.abs(numeric)), floor)
+        max_rel = float(rel_err.max(initial=0.0))
+        rows.append(GradcheckRow(name, tuple(x.shape), len(coords), max_rel,
+                                 float(abs_err.max(initial=0.0)),
+                                 bool(max_rel <= rtol and np.all(np.isfinite(a)))))
     return GradcheckReport(title or type(module).__name__, rows, rtol)
 
 
@@ -156,11 +165,14 @@ def _check_float64(params, inputs):
 
 
 class ScalarLoss:
-    """L = sum(module.forward(*inputs) * dout), and its derivative along one coordinate."""
+    """L = sum(module.forward(*inputs) * dout), and its derivative along one coordinate.
+    Every forward replays the module's generators from their state at the start, so the
+    same dropout masks are drawn each time."""
 
     def __init__(self, module, inputs, forward_kwargs, dout, rng, eps, floor):
         self.module, self.inputs, self.kwargs = module, inputs, forward_kwargs
         self.eps, self.floor = eps, floor
+        self.generators = generator_states(module)
         out = self.forward()
         if dout is None:
             dout = xp.asarray(rng.normal(size=out.shape))
@@ -169,6 +181,7 @@ class ScalarLoss:
         self.dout = dout
 
     def forward(self):
+        replay(self.generators)
         return self.module.forward(*self.inputs, **self.kwargs)
 
     def change(self, x, idx, old, h):

@@ -15,8 +15,6 @@ class Dropout(Module):
     Dividing by (1 - p) at training time keeps E[y] = x, so nothing changes at test time.
     Backward: dx = dy * m / (1 - p), with the same mask m.
     Saved: the scaled mask m / (1 - p), or OFF when dropout is off (eval mode or p = 0).
-    `frozen = True` (set by the gradient checker) reuses the last mask instead of
-    drawing a new one, so that repeated forwards compute the same function.
 
     Where masks come from: `rng` is a NumPy Generator on the host (its state is
     what checkpoints save, so a resumed run draws the same masks). With NumPy the
@@ -31,17 +29,14 @@ class Dropout(Module):
         check_unit_interval(p, name)          # `name`: how the caller's argument is called
         self.p = p
         self.rng = rng if rng is not None else np.random.default_rng()
-        self.frozen = False
         self.saved = None
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
             self.saved = OFF
             return x
-        mask = self.saved
-        if not (self.frozen and hasattr(mask, "shape") and mask.shape == x.shape):
-            mask = xp.asarray(self._keep(x.shape), dtype=x.dtype)          # 1.0 kept, 0.0 dropped
-            mask /= x.dtype.type(1.0 - self.p)
+        mask = xp.asarray(self._keep(x.shape), dtype=x.dtype)              # 1.0 kept, 0.0 dropped
+        mask /= x.dtype.type(1.0 - self.p)
         self.saved = mask
         return x * mask
 

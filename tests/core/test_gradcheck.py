@@ -89,10 +89,13 @@ def test_input_passed_twice_gets_summed_gradient(float64, rng):
     assert [r.name for r in report.rows] == ["input a=b"]
 
 
-def test_dropout_frozen_during_check_only(float64, rng):
-    drop = Dropout(0.5, rng=rng)
-    assert_gradients_close(drop, rng.normal(size=(3, 4)))
-    assert drop.frozen is False
+def test_dropout_replayed_during_check_only(float64, rng):
+    x = rng.normal(size=(3, 4))
+    drop = Dropout(0.5, rng=np.random.default_rng(5))
+    assert_gradients_close(drop, x)           # every forward of the check: one mask
+    twin = Dropout(0.5, rng=np.random.default_rng(5))
+    twin.forward(x)                           # after the check, the generator has moved on
+    np.testing.assert_array_equal(drop.forward(x), twin.forward(x))   # by one mask
 
 
 def test_refuses_float32(rng):

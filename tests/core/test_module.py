@@ -128,13 +128,13 @@ def test_print_shows_the_tree_with_settings_and_parameter_counts(rng):
     assert repr(Block(rng)).splitlines() == [
         "Block  # 16 parameters",
         "  (ff): Linear(in_features=3, out_features=4)  # 16",
-        "  (drop): Dropout(p=0.1, frozen=False)"]
+        "  (drop): Dropout(p=0.1)"]
     assert repr(Net(rng)).splitlines() == [
         "Net  # 53 parameters",
         "  (inp): Linear(in_features=2, out_features=3)  # 9",
         "  (layers): 2 x Block  # 2 x 16",
         "    (ff): Linear(in_features=3, out_features=4)  # 16",
-        "    (drop): Dropout(p=0.1, frozen=False)",
+        "    (drop): Dropout(p=0.1)",
         "  (head): Linear(in_features=3, out_features=4)  # 12"]
     tied = repr(Net(rng, tie=True)).splitlines()
     assert tied[0] == "Net  # 41 parameters"         # head.weight is layers.0.ff.weight
