@@ -10,7 +10,7 @@ computes the newest position's row:
     self-attention    grows by one position per step:   (B, t, .) -> (B, t + 1, .)
     cross-attention   the encoder output never changes: computed once from memory
 
-What a layer keeps depends on its attention (the layers' `cache_entries`):
+What a layer keeps depends on its attention (the layers' `project`):
 
     MHA   "k", "v":  K = h W_k, V = h W_v         2 D numbers per position and layer
     MLA   "c":       c = h W_kv_compress           L numbers per position and layer,
@@ -23,7 +23,8 @@ measures a live cache.
 Decoding runs the modules' own `forward`: a model's forward takes `cache=KVCache()`,
 gives the new tokens the positions after `cache.length` and hands each block its
 entry `cache.layer(i)`; each block hands its attention layers their
-`AttentionCache`, which the attention fills and reads (layers/attention.py).
+`AttentionCache`, to which the attention appends its new positions and which returns
+every position so far (`K, V = cache.append(k=K, v=V)` in layers/attention.py).
 This file only holds the containers and the sizes. Inference only: no dropout,
 and nothing is kept for a backward.
 """
@@ -39,24 +40,23 @@ class AttentionCache:
     grows    True for self-attention: every call appends the entries of its new key
              positions; False for cross-attention: made from the encoder output on the
              first call, then read as it is (the memory does not change while decoding).
+    full     True when nothing is to be added: a cross-attention cache after its first call.
     """
 
     def __init__(self, grows=True):
         self.grows, self.entries = grows, {}
 
-    def extend(self, make_entries, k, v):
-        """The entries of every key position, those of k, v (B, T_new, D) added as needed.
+    @property
+    def full(self):
+        return bool(self.entries) and not self.grows
 
-        make_entries(k, v) -> {name: (B, T_new, .)}: the attention's `cache_entries`,
-        called only when something is new: (B, t, .) -> (B, t + T_new, .).
-        """
-        if self.entries and not self.grows:
-            return self.entries
-        new = make_entries(k, v)
+    def append(self, **new):
+        """The entries of every key position, the new ones (B, T_new, .) after those kept:
+        a tuple (B, t + T_new, .) in the order given, e.g. K, V = cache.append(k=K, v=V)."""
         self.entries = new if not self.entries else {
-            name: xp.concatenate([self.entries[name], new[name]], axis=1)  # (B, t + T_new, .)
-            for name in new}
-        return self.entries
+            name: xp.concatenate([self.entries[name], a], axis=1)          # (B, t + T_new, .)
+            for name, a in new.items()}
+        return tuple(self.entries.values())
 
     def reorder(self, index):
         """Keep batch rows `index` (B_new,) of every entry."""

@@ -93,24 +93,24 @@ def scaled_dot_product_attention_backward(dout, q, k, v, attn, dropout=None):
 
 
 class MultiHeadAttentionBase(Module):
-    """What multi-head attention (MHA) and latent attention (MLA) share.
+    """What multi-head attention (MHA) and latent attention (MLA) share: the heads.
 
-    Forward, given projections Q, K, V from `project`:
+    Forward, given the projections Q (B, Tq, D), K and V (B, Tk, D) from the subclass's
+        `project(q, k, v, cache)`:
         O = merge_heads(attention(split_heads(Q), split_heads(K), split_heads(V), mask))
         y = O W_o + b_o
     Backward: w_o's backward, split into heads, attention backward, merge heads,
-        then the subclass's `project_backward`. Always returns (dq, dk, dv), even
-        when q is k is v (self-attention): the caller adds them up.
+        then the subclass's `project_backward(dQ, dK, dV)`. Always returns (dq, dk, dv),
+        even when q is k is v (self-attention): the caller adds them up.
     Shapes: q (B, Tq, D), k and v (B, Tk, D), mask broadcastable to (B, H, Tq, Tk), y (B, Tq, D).
     Saved: Q, K, V split into heads (B, H, T, Dh); `attn_weights` A (B, H, Tq, Tk),
         kept for backward and for plotting attention maps.
-    A subclass builds `w_q`, `w_o`, `dropout` and its key/value projections, and defines
-        cache_entries(k, v) -> {name: (B, Tk, .)}, what K and V are made from (all a KV
-            cache keeps), keys_values(entries) -> (K, V), and
-        project_backward(dQ, dK, dV) -> (dq, dk, dv).
-    KV cache (incremental decoding, inference only): `forward(..., cache=AttentionCache())`
-        keeps the entries of the key positions seen so far and attends over all of them
-        (kv_cache.py): the same numbers as a forward over the whole sequence.
+    A subclass builds `w_q`, `w_o`, `dropout` and its key/value projections, and writes out
+        project(q, k, v, cache) -> (Q, K, V) and project_backward(dQ, dK, dV) -> (dq, dk, dv).
+    KV cache (incremental decoding, inference only): `forward(..., cache=AttentionCache())`;
+        `project` appends to it what K and V are made of (MHA: K, V; MLA: c), and the
+        heads attend over every key position seen so far (kv_cache.py): the same numbers
+        as a forward over the whole sequence.
     """
 
     def __init__(self, d_model, num_heads):
@@ -123,14 +123,6 @@ class MultiHeadAttentionBase(Module):
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.attn_weights = None
         self.saved = None
-
-    def project(self, q, k, v, cache=None):
-        """Q (B, Tq, D) and K, V (B, Tk, D); with a cache, K and V of every cached key position."""
-        if cache is None:
-            entries = self.cache_entries(k, v)
-        else:
-            entries = cache.extend(self.cache_entries, k, v)
-        return (self.w_q.forward(q), *self.keys_values(entries))
 
     def forward(self, q, k, v, mask=None, cache=None):
         """y (B, Tq, D). cache: None (training), or this layer's AttentionCache (decoding)."""
@@ -207,12 +199,22 @@ class MultiHeadAttention(MultiHeadAttentionBase):
 
     # Three separate projections even when q is k is v; fusing them into one
     # (D, 3D) matmul only needs `project` and `project_backward` to change.
-    def cache_entries(self, k, v):
-        """What K and V are made of, all a KV cache keeps: K and V themselves, 2 D numbers."""
-        return {"k": self.w_k.forward(k), "v": self.w_v.forward(v)}          # (B, Tk, D) each
+    def project(self, q, k, v, cache=None):
+        """Q = q W_q + b_q (B, Tq, D), K = k W_k + b_k and V = v W_v + b_v (B, Tk, D).
 
-    def keys_values(self, entries):
-        return entries["k"], entries["v"]                                   # (B, Tk, D) each
+        cache: None, or this layer's AttentionCache (decoding), which keeps K and V
+        themselves (2 D numbers per position): the new ones are appended and K, V of
+        every key position so far come back. A cross-attention cache, once made from
+        the memory, is read as it is (the memory does not change while decoding).
+        """
+        Q = self.w_q.forward(q)                                             # (B, Tq, D)
+        if cache is not None and cache.full:                                # the memory's
+            return Q, cache.entries["k"], cache.entries["v"]                # (B, S, D) each
+        K = self.w_k.forward(k)                                             # (B, Tk, D)
+        V = self.w_v.forward(v)                                             # (B, Tk, D)
+        if cache is not None:
+            K, V = cache.append(k=K, v=V)                                   # (B, t + Tk, D)
+        return Q, K, V
 
     def project_backward(self, dQ, dK, dV):
         # BEGIN SOLUTION multihead_attention

@@ -65,15 +65,24 @@ class MultiHeadLatentAttention(MultiHeadAttentionBase):
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
 
-    def cache_entries(self, k, v):
-        """What K and V are made of, all a KV cache keeps: the latent c, L numbers."""
-        return {"c": self.w_kv_compress.forward(k)}                         # (B, Tk, L)
+    def project(self, q, k, v, cache=None):
+        """Q = q W_q (B, Tq, D); c = k W_kv_compress (B, Tk, L); K = c W_k_decompress and
+        V = c W_v_decompress (B, Tk, D).
 
-    def keys_values(self, entries):
-        """K and V decompressed from c again at every call (compute traded for memory;
-        production code "absorbs" W_k_decompress into the query instead)."""
-        c = entries["c"]                                                    # (B, Tk, L)
-        return self.w_k_decompress.forward(c), self.w_v_decompress.forward(c)   # (B, Tk, D)
+        cache: None, or this layer's AttentionCache (decoding), which keeps only c
+        (L numbers per position): the new c is appended and c of every key position so
+        far comes back; a cross-attention cache, once made from the memory, is read as
+        it is. K and V are decompressed from c again at every call (compute traded for
+        memory; production code "absorbs" W_k_decompress into the query instead).
+        """
+        Q = self.w_q.forward(q)                                             # (B, Tq, D)
+        if cache is not None and cache.full:
+            c = cache.entries["c"]                                          # (B, S, L) memory's
+        else:
+            c = self.w_kv_compress.forward(k)                               # (B, Tk, L)
+            if cache is not None:
+                (c,) = cache.append(c=c)                                    # (B, t + Tk, L)
+        return Q, self.w_k_decompress.forward(c), self.w_v_decompress.forward(c)  # (B, Tk, D)
 
     def project_backward(self, dQ, dK, dV):
         # BEGIN SOLUTION mla
