@@ -17,12 +17,7 @@ class Linear(Module):
     Saved: x, needed for dW.
     Init: W ~ Normal(0, 1/D_in), so y keeps the scale of x; b = 0.
     Checks: x, when called (`linear(x)`, Module.__call__); a bigger module calls `forward`.
-    `transposed` (TiedLinear): the parameter array holds W^T, shape (D_out, D_in),
-        so its gradient is dW^T = dy^T x.
     """
-
-    transposed = False
-    input_name = "in_features"          # how error messages call x's last dimension
 
     def __init__(self, in_features, out_features, bias=True, *, rng=None):
         super().__init__()
@@ -36,60 +31,73 @@ class Linear(Module):
         self.grads = {k: xp.zeros_like(v) for k, v in self.params.items()}
         self.saved = None
 
-    def matrix(self):
-        """W, shape (D_in, D_out): the parameter itself, or a view of its transpose."""
-        W = self.params["weight"]
-        return W.T if self.transposed else W
-
     def forward(self, x):
         self.saved = x
         # One (N, D_in) @ (D_in, D_out) product over all leading dims: NumPy would
         # otherwise run one small matmul per batch row, 1.5-2.5x slower.
-        y = x.reshape(-1, self.in_features) @ self.matrix()             # (N, D_out)
+        y = x.reshape(-1, self.in_features) @ self.params["weight"]      # (N, D_out)
         if "bias" in self.params:
             y += self.params["bias"]
         return y.reshape(*x.shape[:-1], self.out_features)               # (..., D_out)
 
     def backward(self, dy):
         # BEGIN SOLUTION linear
-        # HINT: ADD x^T dy (or its transpose, when transposed) and sum(dy) into grads; dy W^T
+        # HINT: ADD x^T dy and sum(dy) into grads; return dy W^T
         x = self.saved_for_backward()
         x2 = x.reshape(-1, self.in_features)              # (N, D_in)
         dy2 = dy.reshape(-1, self.out_features)           # (N, D_out)
-        if self.transposed:
-            self.grads["weight"] += dy2.T @ x2            # (D_out, D_in) = dW^T
-        else:
-            self.grads["weight"] += x2.T @ dy2            # (D_in, D_out)
+        self.grads["weight"] += x2.T @ dy2                # (D_in, D_out)
         if "bias" in self.params:
             self.grads["bias"] += fast.sum(dy2, axis=0)   # (D_out,)
-        return (dy2 @ self.matrix().T).reshape(x.shape)   # (..., D_in)
+        return (dy2 @ self.params["weight"].T).reshape(x.shape)   # (..., D_in)
         # END SOLUTION
 
     def check_inputs(self, x):
-        check_float_array(x, "x", last_dim=self.in_features, last_dim_name=self.input_name)
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="in_features")
 
 
-class TiedLinear(Linear):
+class TiedLinear(Module):
     """Output projection that shares its matrix with an Embedding (weight tying,
     paper section 3.4): logits = x E^T + b, with E the embedding's (V, D) weight.
 
-    A Linear with W = E^T (`transposed`): the same forward and backward.
     Shapes: x (..., D), E (V, D), b (V,), y (..., V)
-    Backward: dx = dy E, dE += dy^T x (added into the embedding's own gradient
-    array, so the embedding and the projection accumulate into one place), db = sum dy.
-    Saved: x.
+    Backward: with x and dy flattened to (N, D) and (N, V),
+        dx = dy E        dE += dy^T x        db = sum over N of dy
+    dE is added into the embedding's own gradient array, so the embedding and the
+    projection accumulate into one place.
+    Saved: x, needed for dE.
+    Checks: x, when called (`tied(x)`, Module.__call__); a model calls `forward`.
     """
 
-    transposed = True
-    input_name = "d_model"
-
     def __init__(self, embedding, bias=True):
-        Module.__init__(self)
+        super().__init__()
         E = embedding.params["weight"]                                # (V, D), shared
-        self.in_features, self.out_features = E.shape[1], E.shape[0]
+        self.in_features, self.out_features = E.shape[1], E.shape[0]  # D, V
         self.params = {"weight": E}
         self.grads = {"weight": embedding.grads["weight"]}
         if bias:
             self.params["bias"] = xp.zeros(E.shape[0], dtype=E.dtype)
             self.grads["bias"] = xp.zeros_like(self.params["bias"])
         self.saved = None
+
+    def forward(self, x):
+        self.saved = x
+        y = x.reshape(-1, self.in_features) @ self.params["weight"].T    # (N, V)
+        if "bias" in self.params:
+            y += self.params["bias"]
+        return y.reshape(*x.shape[:-1], self.out_features)               # (..., V)
+
+    def backward(self, dy):
+        # BEGIN SOLUTION linear
+        # HINT: ADD dy^T x (shaped as E) and sum(dy) into grads; return dy E
+        x = self.saved_for_backward()
+        x2 = x.reshape(-1, self.in_features)              # (N, D)
+        dy2 = dy.reshape(-1, self.out_features)           # (N, V)
+        self.grads["weight"] += dy2.T @ x2                # (V, D) = dE
+        if "bias" in self.params:
+            self.grads["bias"] += fast.sum(dy2, axis=0)   # (V,)
+        return (dy2 @ self.params["weight"]).reshape(x.shape)     # (..., D)
+        # END SOLUTION
+
+    def check_inputs(self, x):
+        check_float_array(x, "x", last_dim=self.in_features, last_dim_name="d_model")
