@@ -167,12 +167,13 @@ def make_trainer(args, settings, model, stream, ckpt, evaluate, best_metric, **w
     kind = Trainer if comm is None else partial(DataParallelTrainer, comm=comm)
     checkpointer = Checkpointer(settings["out"], args.overwrite, **written)
     trainer = kind(model, stream, config, evaluate=evaluate, checkpointer=checkpointer)
-    trainer.command = provenance()["command"]       # and its wall time, from the start:
-    trainer.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
-    if ckpt is not None:
-        trainer.resume(ckpt)
-        trainer.sessions_before = with_wall_times(               # sessions.py
-            trainer.sessions_before, os.path.join(settings["out"], "results.json"))
+    state = trainer.state                           # the run state (training/state.py):
+    state.command = provenance()["command"]         # this session's command, and its time
+    state.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
+    if ckpt is not None:          # the checkpoint's run state, with this session's command
+        trainer.resume(ckpt)      # and clock; the earlier sessions' wall times: sessions.py
+        trainer.state.sessions_before = with_wall_times(
+            trainer.state.sessions_before, os.path.join(settings["out"], "results.json"))
     if getattr(args, "tensorboard", False) and trainer.rank == 0:   # before the folder is
         trainer.callbacks.append(TensorBoardLog(settings["out"], trainer.step))   # claimed
     if comm is None:
@@ -260,15 +261,15 @@ def write_results(settings, trainer, seconds, **results):
     README run, and tests/cli/test_readme_results.py ties the two together)."""
     import platform
     from ..system.files import write_json
-    sessions = with_this_one(trainer.sessions_before, trainer.session_start, trainer.step,
+    state = trainer.state                               # training/state.py
+    sessions = with_this_one(state.sessions_before, state.session_start, state.step,
                              seconds, provenance()["command"])
-    record = {**provenance(), "steps": trainer.step, "parameters": trainer.model.num_parameters(),
+    record = {**provenance(), "steps": state.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(sum(s["seconds"] for s in sessions), 1),
-              "earlier_sessions_seconds": round(trainer.seconds_before, 1),
-              "seconds_per_step": round(seconds / max(1, trainer.step - trainer.session_start),
-                                        4),
+              "earlier_sessions_seconds": round(state.seconds_before, 1),
+              "seconds_per_step": round(seconds / max(1, state.step - state.session_start), 4),
               "sessions": sessions,
-              "best_step": trainer.best_step,             # the step best.npz holds
+              "best_step": state.best_step,               # the step best.npz holds
               "peak_memory_mib": peak_memory_mib(),
               "machine": {"cpus": os.cpu_count(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
                           "mpi_ranks": launched_size(), "python": platform.python_version()},
@@ -314,9 +315,9 @@ def print_ending(settings, figures, next_command, trainer=None):
     out = settings["out"]
     names = [n for n in sorted(os.listdir(out)) if not n.startswith(".") and n != "figures"]
     print(f"saved in {out}/: {', '.join(names)}")
-    if trainer is not None and trainer.best_step is not None:
-        print(f"best.npz: step {trainer.best_step} "
-              f"({best_text(trainer.config.best_metric, trainer.best)})")
+    if trainer is not None and trainer.state.best_step is not None:
+        print(f"best.npz: step {trainer.state.best_step} "
+              f"({best_text(trainer.config.best_metric, trainer.state.best)})")
     if figures:
         print(f"figures in {os.path.dirname(figures[0])}/: "
               f"{', '.join(os.path.basename(f) for f in figures)}")

@@ -18,20 +18,23 @@ what goes into it besides the Trainer's own state:
 The Trainer calls
 
     claim(trainer)          lock `out`, write the tokenizers and config.json; a run resumed
-                            from an earlier checkpoint may not replace its later ones; a
-                            branch (resumed into another folder) starts its own best, so
-                            its first evaluation writes out/best.npz
+                            from an earlier checkpoint may not replace its later ones; True
+                            for a branch (resumed into another folder): it starts its own
+                            best, so its first evaluation writes out/best.npz
     save(trainer, name)     out/<name> + history.json; refuses non-finite weights (and
                             out/step-<N>.npz of the last `keep_last` saves of last.npz);
                             a write that fails (a full disk) names its file and the last
                             good checkpoint
     save_history(history)   out/history.json alone (a run that diverged)
     resumed(path, step)     the run continues from the checkpoint `path` of `step`
+    diverged(step, what)    the TrainingDiverged to raise, naming the last good checkpoint
     release()               unlock `out` (fit() does, when it returns)
 
 and reads `last`: (path, step) of the last good last.npz, or None. With out=None it
-writes nothing. `run_state(trainer)` is what a checkpoint keeps besides the weights and
-the optimizer; `restore(trainer, checkpoint)` puts a checkpoint's state back into a Trainer.
+writes nothing. `saved_metadata(trainer)` is what a checkpoint keeps besides the weights and
+the optimizer: the Trainer's run state whole (state.py), the data stream's position, the
+dropout generators' states, the settings. `restore(trainer, checkpoint)` loads a
+checkpoint's weights and those states into the Trainer's parts and returns its run state.
 """
 
 import contextlib
@@ -40,12 +43,13 @@ from dataclasses import asdict
 
 from ..backend import xp
 from ..checkpoint import load_checkpoint, save_checkpoint
-from ..errors import InputError
+from ..errors import InputError, TrainingDiverged
 from ..validation import message
+from .dropout_generators import generator_states, load_generator_states
+from .history import History
 from .run_folder import RunFolder, step_files
 from ..optim import WarmupCosineSchedule
-from .state import (History, diverged, generator_states, load_generator_states, saved_sessions,
-                    sessions_of)
+from .state import RunState
 
 
 class Checkpointer:
@@ -61,23 +65,23 @@ class Checkpointer:
 
     def claim(self, trainer):
         """Lock `out` for this run (no run replaced by accident); write tokenizers, config.json.
-        Held until `release`; claiming it again meanwhile does nothing."""
+        Held until `release`; claiming it again meanwhile does nothing. True when the run
+        is a branch (resumed from a checkpoint of another folder)."""
         if self.out is None or self.folder is not None:
-            return
+            return False
         here = os.path.realpath(self.out)
         in_place = self.resumed_from == here and not self.claimed   # resumed from here
         branch = self.resumed_from not in (None, here) and not self.claimed
         self.folder = RunFolder(self.out).claim(resuming=self.claimed or in_place,
                                                 overwrite=self.overwrite,
-                                                step=trainer.step if in_place else None)
+                                                step=trainer.state.step if in_place else None)
         self.claimed = True
-        if branch:           # a branch starts its own best: its first evaluation writes
-            trainer.best = trainer.best_step = None  # out/best.npz (the old run's stays)
         for name, tokenizer in self.tokenizers.items():
             tokenizer.save(os.path.join(self.out, f"{name}_tokenizer.json"))
         self.folder.write_json("config.json", {
             "model_class": type(trainer.model).__name__, "model": trainer.model.config.to_dict(),
-            "train": asdict(trainer.config), "run_id": trainer.run_id, **self.metadata})
+            "train": asdict(trainer.config), "run_id": trainer.state.run_id, **self.metadata})
+        return branch
 
     def release(self):
         if self.folder is not None:
@@ -94,13 +98,13 @@ class Checkpointer:
             return None
         model = trainer.model
         if not all(bool(xp.isfinite(p).all()) for _, p, _ in model.named_parameters()):
-            raise diverged(trainer.step, "a weight became NaN or infinite", self.kept())
-        path, metadata = os.path.join(self.out, name), self.run_state(trainer)
+            raise self.diverged(trainer.state.step, "a weight became NaN or infinite")
+        path, metadata = os.path.join(self.out, name), self.saved_metadata(trainer)
         with self._writing(path):
             save_checkpoint(path, model, trainer.optimizer, **metadata)
-        self.save_history(trainer.history)
+        self.save_history(trainer.state.history)
         if name == "last.npz":
-            self.last = (path, trainer.step)
+            self.last = (path, trainer.state.step)
             if trainer.config.keep_last:
                 self._keep_last(trainer, metadata, trainer.config.keep_last)
         return path
@@ -116,7 +120,7 @@ class Checkpointer:
 
         Files of later steps are left by a run resumed from an earlier checkpoint: like
         its last.npz, they belong to the future this run rewrites, and go."""
-        step = trainer.step
+        step = trainer.state.step
         path = os.path.join(self.out, f"step-{step}.npz")
         with self._writing(path):
             save_checkpoint(path, trainer.model, trainer.optimizer, **metadata)
@@ -138,16 +142,19 @@ class Checkpointer:
         path, step = self.last
         return f"the last good checkpoint is {path} (step {step})"
 
-    def run_state(self, trainer):
+    def diverged(self, step, what):
+        """TrainingDiverged: the run stopped at `step` because of `what`; it names the last
+        good checkpoint."""
+        return TrainingDiverged(f"training stopped at step {step}: {what}; {self.kept()}. Try "
+                                "a smaller `lr`, a longer `warmup` or gradient clipping "
+                                "(`clip_norm`).")
+
+    def saved_metadata(self, trainer):
         """What a checkpoint keeps besides weights and optimizer: enough to resume exactly."""
-        return {**self.metadata, "step": trainer.step, "run_id": trainer.run_id,
+        return {**self.metadata, **trainer.state.saved(trainer.config.best_metric),
                 "train_config": asdict(trainer.config),
                 "data_state": trainer.stream.state_dict(),
                 "dropout_states": generator_states(trainer.model),
-                "best": {"metric": trainer.config.best_metric, "value": trainer.best,
-                         "step": trainer.best_step},
-                "training_seconds": round(trainer.training_seconds, 3),
-                "sessions": sessions_of(trainer),
                 "schedule_steps": getattr(trainer.scheduler.schedule, "total_steps", None),
                 "tokenizers": {k: t.to_dict() for k, t in self.tokenizers.items()}}
 
@@ -164,9 +171,11 @@ class Checkpointer:
 
 
 def restore(trainer, checkpoint):
-    """Put a checkpoint (a path or a loaded Checkpoint written by a Trainer) into `trainer`:
-    weights, optimizer, step, data position, dropout generators, lr, best value, time,
-    run id and, from the checkpoint's folder, the history up to its step."""
+    """Load a checkpoint (a path or a loaded Checkpoint written by a Trainer) into the
+    Trainer's parts: weights, optimizer, lr schedule, data position, dropout generators.
+    Returns (its path or None, the run state it saved: step, best value, time, sessions,
+    run id and, from the checkpoint's folder, the history up to its step) for the Trainer
+    to take whole (Trainer.resume)."""
     path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
     ckpt = load_checkpoint(path) if path is not None else checkpoint
     meta = ckpt.metadata
@@ -179,7 +188,6 @@ def restore(trainer, checkpoint):
         trainer.model.load_state_dict(ckpt.model.state_dict())
     with _restoring(path, "optimizer"):
         trainer.optimizer.load_state_dict(ckpt.optimizer_state)
-    trainer.step = int(meta.get("step", 0))
     with _restoring(path, "metadata.data_state"):
         trainer.stream.load_state_dict(meta["data_state"])
     with _restoring(path, "metadata.dropout_states"):
@@ -189,16 +197,12 @@ def restore(trainer, checkpoint):
     trainer.scheduler.step()                        # the lr of the next update
     if note:
         trainer.write(note)
-    trainer.best = meta.get("best", {}).get("value")
-    trainer.best_step = meta.get("best", {}).get("step")     # None: saved before issue 40
-    trainer.seconds_before = float(meta.get("training_seconds", 0.0))
-    trainer.sessions_before, trainer.session_start = saved_sessions(meta), trainer.step
-    trainer.run_id = meta.get("run_id") or trainer.run_id     # one run, across its sessions
+    history = None
     if path is not None:
-        history = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
-        if os.path.isfile(history):                 # the curves up to the checkpoint
-            trainer.history = History.load(history).truncate(trainer.step)
-    return path
+        saved = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
+        if os.path.isfile(saved):                   # the curves up to the checkpoint
+            history = History.load(saved).truncate(int(meta.get("step", 0)))
+    return path, RunState.resumed(meta, history, trainer.state)
 
 
 def continue_schedule(trainer, meta):

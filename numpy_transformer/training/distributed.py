@@ -46,7 +46,7 @@ from ..errors import InputError, TrainingDiverged
 from .config import TrainConfig
 from .loop import Trainer
 from .mpi_world import abort, mpi_names
-from .state import model_generators
+from .dropout_generators import model_generators
 
 STOP_REASONS = ("SIGINT", "SIGTERM", "closed output", "stop requested", "SIGHUP")
 

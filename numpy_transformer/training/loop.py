@@ -26,7 +26,6 @@ so a NaN raises `TrainingDiverged` naming a good checkpoint; Ctrl-C, SIGTERM, SI
 closed output finish the step and save (signals.py); a failed save names its file.
 """
 
-import secrets
 import time
 
 import numpy as np
@@ -37,13 +36,18 @@ from ..losses import CrossEntropyLoss
 from ..optim import Adam, AdamW, Scheduler, clip_grad_norm, decay_groups
 from .checkpoints import Checkpointer, restore
 from .config import TrainConfig
+from .dropout_generators import generator_states, load_generator_states
 from .gradient_sync import OneProcess
 from .host_sync import HostSync, non_finite
 from .metrics import format_metrics
 from .progress import Progress
 from .signals import stop_message, stop_requests
-from .state import (History, InterruptedUpdate, Stopwatch, TrainResult, diverged,
-                    generator_states, improves, load_generator_states, sessions_of)
+from .state import RunState, TrainResult
+
+
+class InterruptedUpdate(KeyboardInterrupt):
+    """Ctrl-C inside the optimizer's update: the weights are half-updated, so nothing is
+    saved (the last checkpoint stays the good one)."""
 
 
 class Trainer:
@@ -54,6 +58,10 @@ class Trainer:
     callbacks:   callback(trainer) after every step; log: print, or None for silence
     checkpointer, gradient_sync, host_sync: the parts (the module docstring); by default
                  Checkpointer() (writes nothing), OneProcess() and HostSync()
+
+    What the run keeps across steps and sessions is one object, `state` (a RunState,
+    state.py): the step, the best metric, the history, the sessions. The checkpointer
+    saves it whole; `resume` takes the one a checkpoint saved.
     """
 
     def __init__(self, model, stream, config=None, *, evaluate=None, callbacks=(), log=print,
@@ -73,15 +81,10 @@ class Trainer:
         self.host_sync = HostSync() if host_sync is None else host_sync
         self.progress = Progress(log, c.label_smoothing)
         self.callbacks = list(callbacks)
-        self.run_id = secrets.token_hex(8)   # in every checkpoint: `average` mixes no runs
-        self.step, self.best, self.last_eval = 0, None, None
-        self.best_step = None                # the step best.npz holds
-        self.history = History()
+        self.state = RunState()              # step, best, history, sessions (state.py)
+        self.last_eval = None                # the metrics of the last evaluation
         self.stop_requested = self.stop_reason = None   # asked for here; agreed: the run
                                                         # ends after this step
-        self.seconds_before = 0.0            # time in fit() of the sessions this one resumed
-        self.sessions_before, self.session_start, self.command = [], 0, None  # state.py
-        self.clock = Stopwatch()             # and of this one
         self.gradient_sync.spread_dropout(model)
 
     # One step.
@@ -98,7 +101,7 @@ class Trainer:
         norm = self.clip()                                                   # clip
         problem = self.host_sync.check(loss, norm)
         if problem:
-            raise diverged(self.step + 1, problem, self.checkpointer.kept())
+            raise self.checkpointer.diverged(self.state.step + 1, problem)
         lr = self.update()                                                   # step
         return loss, lr, ntokens, norm
 
@@ -126,7 +129,7 @@ class Trainer:
         try:
             with np.errstate(over="ignore", invalid="ignore"):   # a diverging update is
                 self.optimizer.step()                            # caught by the checks
-            self.step += 1
+            self.state.step += 1
         except KeyboardInterrupt:
             raise InterruptedUpdate from None
         self.scheduler.step()
@@ -143,10 +146,11 @@ class Trainer:
     def _fit(self):
         self.stop_requested = self.stop_reason = None
         self.claim_out()
-        self.clock.start()
+        state = self.state
+        state.clock.start()
         try:
             with stop_requests(self.request_stop):      # Ctrl-C from the bar's first draw
-                self.progress.open(self.config.steps, self.step, self.config.progress)
+                self.progress.open(self.config.steps, state.step, self.config.progress)
                 interrupted = self._loop()
             self.flush()
             if interrupted:
@@ -154,40 +158,41 @@ class Trainer:
                 how = self.checkpointer.resume_command
                 where = f"; saved {path}, continue with: {how(path)}" if path else ""
                 self.progress.close()       # the bar stays above: the command is the last line
-                self.write(f"stopped at step {self.step} ({self.stop_reason}){where}")
+                self.write(f"stopped at step {state.step} ({self.stop_reason}){where}")
             else:                       # the last step: evaluated and saved at that step
-                if not self.history.eval or self.history.eval[-1]["step"] != self.step:
+                if not state.history.eval or state.history.eval[-1]["step"] != state.step:
                     self.evaluate()
-                if not self.checkpointer.last or self.checkpointer.last[1] != self.step:
+                if not self.checkpointer.last or self.checkpointer.last[1] != state.step:
                     self.save_checkpoint()
         except TrainingDiverged:
-            self.checkpointer.save_history(self.history)
+            self.checkpointer.save_history(state.history)
             raise
         finally:
-            self.clock.stop()
+            state.clock.stop()
             self.progress.close()
             self.checkpointer.release()
         last = self.checkpointer.last
-        return TrainResult(self.step, interrupted, self.last_eval, self.best, self.history,
-                           last[0] if last else None, self.stop_reason, sessions_of(self))
+        return TrainResult(state.step, interrupted, self.last_eval, state.best, state.history,
+                           last[0] if last else None, self.stop_reason, state.sessions())
 
     def _loop(self):
         """Steps until done (False) or asked to stop (True), leaving a consistent state."""
-        while self.step < self.config.steps:
+        state = self.state
+        while state.step < self.config.steps:
             if self.stop_reason is not None:
                 return True
-            done = self.step
+            done = state.step
             snapshot = (self.stream.state_dict(), generator_states(self.model))
             try:
                 start = time.perf_counter()
                 loss, lr, ntokens, norm = self.train_step()
                 speed = ntokens / max(time.perf_counter() - start, 1e-9)
-                self.host_sync.add(self.step, lr, speed, loss=loss, norm=norm)
+                self.host_sync.add(state.step, lr, speed, loss=loss, norm=norm)
                 self._after_step()
             except InterruptedUpdate:
                 raise               # half-updated weights: keep the last checkpoint instead
             except KeyboardInterrupt:
-                if self.step == done:                   # the step did not happen: undo its draws
+                if state.step == done:                  # the step did not happen: undo its draws
                     self.stream.load_state_dict(snapshot[0])
                     load_generator_states(self.model, snapshot[1])
                 self.stop_reason = self.stop_reason or "SIGINT"
@@ -196,7 +201,7 @@ class Trainer:
 
     def _after_step(self):
         """Log, evaluate and checkpoint at their intervals; then the callbacks."""
-        c, step = self.config, self.step
+        c, step = self.config, self.state.step
         self.progress.step()
         logged = c.log_every and step % c.log_every == 0
         evaluate = c.eval_every and step % c.eval_every == 0
@@ -216,13 +221,13 @@ class Trainer:
         for row in self.host_sync.flush():
             problem = non_finite(row)
             if problem:
-                raise diverged(row["step"], problem, self.checkpointer.kept())
-            self.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"],
+                raise self.checkpointer.diverged(row["step"], problem)
+            self.state.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"],
                                   row.get("norm"))
             self.progress.record(row["loss"], row["tokens_per_s"], self.config.log_every)
         if self.progress.recent:
-            line = self.progress.show(self.step, self.config.steps,
-                                      self.history.train[-1]["lr"], logged)
+            line = self.progress.show(self.state.step, self.config.steps,
+                                      self.state.history.train[-1]["lr"], logged)
             if line:
                 self.write(line)
 
@@ -243,11 +248,6 @@ class Trainer:
         if not self.progress.write(text):
             self.request_stop("closed output")
 
-    @property
-    def training_seconds(self):
-        """Seconds spent in fit() to reach this step, summed over resumed sessions."""
-        return self.seconds_before + self.clock.seconds
-
     # Evaluation, checkpoints, resuming.
 
     def evaluate(self):
@@ -257,13 +257,13 @@ class Trainer:
         metrics = self.evaluate_fn(self.model)
         scalars = {k: float(v) for k, v in metrics.items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        self.history.log_eval(self.step, scalars)
+        step = self.state.step
+        self.state.history.log_eval(step, scalars)
         self.last_eval = metrics
-        self.write(f"step {self.step}/{self.config.steps}  {self.progress.train_text()}held-out "
+        self.write(f"step {step}/{self.config.steps}  {self.progress.train_text()}held-out "
                    + format_metrics(scalars))
         value = scalars.get(self.config.best_metric)
-        if improves(value, self.best, self.config.best_is_higher()):
-            self.best, self.best_step = value, self.step
+        if self.state.improved(value, self.config.best_is_higher()):
             self.save_checkpoint("best.npz")
         return metrics
 
@@ -275,15 +275,18 @@ class Trainer:
     def claim_out(self):
         """Lock `out` and write its tokenizers and config.json until fit() returns (fit()
         does; call it earlier to fail before anything else happens)."""
-        self.checkpointer.claim(self)
+        if self.checkpointer.claim(self):   # a branch: its first evaluation writes its own
+            self.state.forget_best()        # best.npz (the old run's stays)
 
     def resume(self, checkpoint):
         """Continue from a checkpoint (a path or a loaded Checkpoint) written by a Trainer."""
-        path = restore(self, checkpoint)
-        self.checkpointer.resumed(path, self.step)
+        path, self.state = restore(self, checkpoint)
+        self.checkpointer.resumed(path, self.state.step)
         self.gradient_sync.spread_dropout(self.model)
         return self
 
     out = property(lambda self: self.checkpointer.out,                # the run folder
                    lambda self, folder: setattr(self.checkpointer, "out", folder))
     rank = property(lambda self: self.gradient_sync.rank)            # 0: writes and logs
+    step = property(lambda self: self.state.step)                    # read-only views of
+    history = property(lambda self: self.state.history)              # the run state

@@ -1,7 +1,7 @@
 """What a training run shows while it runs: a progress bar, or a log line every few steps.
 
     progress = Progress(log=print, label_smoothing=0.1)
-    progress.open(total=3000, initial=0, enabled=None)    # a tqdm bar, or None (state.py)
+    progress.open(total=3000, initial=0, enabled=None)    # a tqdm bar, or None
     progress.record(loss, tokens_per_s, window=100)       # each step's numbers, as floats
     line = progress.show(step, steps, lr, logged=True)    # the bar's text, or a log line
     progress.train_text()      # "train loss (label-smoothed 0.1) 0.6400  " (held-out lines)
@@ -14,10 +14,12 @@ The bar and the log lines show the mean loss and speed of the last `window` step
 that evaluation reports as the held-out loss. A write to a closed output (a broken
 pipe, a closed terminal) silences the output, writes later lines to stderr, and
 returns False, so the Trainer stops.
+
+`progress_bar` is the one tqdm bar of the package: the Trainer's steps, `translate`'s
+lines and `data`'s bytes.
 """
 
 from .signals import write_line
-from .state import progress_bar
 
 
 class Progress:
@@ -28,7 +30,7 @@ class Progress:
 
     def open(self, total, initial, enabled):
         """A bar from `initial` to `total` steps (enabled: True, False, None: on a terminal)."""
-        self.bar = progress_bar(total, initial, enabled)
+        self.bar = progress_bar(total, initial, enabled, unit="step")
 
     def close(self):
         if self.bar is not None:
@@ -77,3 +79,24 @@ class Progress:
             return True
         self.log, self.closed = None, True
         return False
+
+
+def progress_bar(total, initial=0, enabled=None, **options):
+    """A tqdm.auto bar from `initial` to `total` (a text bar on a terminal, a widget in
+    Jupyter), or None: without tqdm, or not enabled.
+
+    enabled: True (always), False (never) or None (only on a terminal or in Jupyter).
+    options: more of tqdm's settings (unit, desc, file, ...).
+    """
+    if enabled is False:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    bar = tqdm(total=total, initial=initial, dynamic_ncols=True,
+               disable=None if enabled is None else False, **options)
+    if bar.disable:
+        bar.close()
+        return None
+    return bar

@@ -1,91 +1,93 @@
-"""What a training run keeps besides weights: history, random-generator states, progress bar.
+"""The run state: what a training run carries from step to step and across a resume,
+besides the weights and the optimizer's moments.
 
-- `TrainResult`: what `Trainer.fit` returns.
-- `History`: per-step loss, learning rate and tokens/s, plus every evaluation,
-  saved as JSON (history.json) and read back on resume.
-- `generator_states` / `load_generator_states`: the states of the generators
-  the model's dropout layers draw from, as JSON. Restoring them (with the data
-  stream's position and the optimizer) makes a resumed run continue exactly as
-  an uninterrupted one.
-- `progress_bar`: a tqdm bar (tqdm.auto: a text bar in a terminal, a widget in
-  Jupyter; off when output is not a terminal), or None without tqdm.
-- `sessions_of` / `saved_sessions`: the sessions of a run (a command each, resumed from
-  the one before): [{command, from, to, seconds}], kept in every checkpoint;
-- `Stopwatch`: the seconds spent in fit(); `diverged`: the error of a run whose loss,
-  gradient norm or weights stopped being finite; `InterruptedUpdate`: a Ctrl-C that
-  came inside the optimizer's update.
+    trainer.state                       # a RunState: the Trainer owns it (loop.py)
+    trainer.state.step, trainer.state.best, trainer.state.history, ...
+    checkpointer.save(trainer)          # keeps it whole: state.saved(best_metric)
+    RunState.resumed(meta, history, trainer.state)   # read back whole (checkpoints.restore)
+
+It holds the step; the best value of the best metric and the step best.npz holds; the
+training curves (history.py); the run id; the sessions before this one, and the step,
+command and clock of this one. The data stream's position and the dropout generators'
+states are the stream's (streams.py) and the model's (dropout_generators.py): every
+checkpoint keeps them beside the run state, and a resumed run restores them with it, so
+it continues exactly as an uninterrupted one.
+
+Also here: `TrainResult`, what `Trainer.fit` returns; `Stopwatch`, the clock of a session;
+`saved_sessions`, the sessions a checkpoint's metadata records.
 """
 
-import json
 import math
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import numpy as np
-
-from ..system.files import atomic_write, read_json
-from ..errors import InputError, TrainingDiverged
-from ..validation import message
+from .history import History, is_number
 
 
-class History:
-    """Training curves: `train` [{step, loss, lr, tokens_per_s, grad_norm}] (grad_norm when
-    the gradients are clipped), `eval` [{step, metric...}]."""
+@dataclass
+class RunState:
+    """What a run keeps across its steps and sessions (the module docstring)."""
 
-    def __init__(self, train=None, eval=None):
-        self.train = list(train or [])
-        self.eval = list(eval or [])
+    step: int = 0                  # updates done
+    best: float = None             # the best value of config.best_metric (None: none yet)
+    best_step: int = None          # the step best.npz holds
+    history: History = field(default_factory=History)     # the training curves
+    run_id: str = field(default_factory=lambda: secrets.token_hex(8))  # one per run, in its
+    #                                checkpoints: `average` mixes no runs
+    seconds_before: float = 0.0    # time in fit() of the sessions this one resumed
+    sessions_before: list = field(default_factory=list)   # those sessions (saved_sessions)
+    session_start: int = 0         # the step this session started at
+    command: str = None            # this session's command as typed (None: not from the CLI)
+    clock: "Stopwatch" = field(default_factory=lambda: Stopwatch())   # this session's time
 
-    def log_step(self, step, loss, lr, tokens_per_s, grad_norm=None):
-        row = {"step": step, "loss": loss, "lr": lr, "tokens_per_s": tokens_per_s}
-        self.train.append(row if grad_norm is None else {**row, "grad_norm": grad_norm})
+    @property
+    def training_seconds(self):
+        """Seconds spent in fit() to reach this step, summed over the run's sessions."""
+        return self.seconds_before + self.clock.seconds
 
-    def log_eval(self, step, metrics):
-        self.eval.append({"step": step, **metrics})
+    def sessions(self):
+        """The run's sessions, this one last: [{"command": as typed (None: not from the
+        command line), "from": step, "to": step, "seconds": the clock's (the time in fit(),
+        and from the command line the wall time since the command started)}]."""
+        now = {"command": self.command, "from": self.session_start, "to": self.step,
+               "seconds": round(self.clock.seconds, 3)}
+        return self.sessions_before + [now]
 
-    def truncate(self, step):
-        """Forget everything after `step` (resuming from a checkpoint of that step)."""
-        self.train = [r for r in self.train if r["step"] <= step]
-        self.eval = [r for r in self.eval if r["step"] <= step]
-        return self
+    def improved(self, value, higher_is_better):
+        """Keep the metric `value` of this step (a number or None) as the best if it beats
+        the best so far; True if it did."""
+        better = value is not None and math.isfinite(value) and (
+            self.best is None or (value > self.best if higher_is_better else value < self.best))
+        if better:
+            self.best, self.best_step = value, self.step
+        return better
 
-    def to_dict(self):
-        return {"train": self.train, "eval": self.eval}
+    def forget_best(self):
+        """A branch (a run resumed into another folder) starts its own best: its first
+        evaluation writes its own best.npz (the old run's stays where it is)."""
+        self.best = self.best_step = None
 
-    def save(self, path):
-        """Write history JSON atomically (a temporary file renamed over the old one)."""
-        with atomic_write(path, "w", suffix=".json") as f:
-            json.dump(_finite(self.to_dict()), f)
-        return path
+    def saved(self, best_metric):
+        """What a checkpoint's metadata keeps of the state (`resumed` reads it back)."""
+        return {"step": self.step, "run_id": self.run_id,
+                "best": {"metric": best_metric, "value": self.best, "step": self.best_step},
+                "training_seconds": round(self.training_seconds, 3),
+                "sessions": self.sessions()}
 
     @classmethod
-    def load(cls, path):
-        """Read a history.json; InputError naming the file if it is not one."""
-        data = read_json(path, str(path))
-        if not isinstance(data, dict) or not _records(data.get("train"), TRAIN_FIELDS) \
-                or not _records(data.get("eval"), ()):
-            raise InputError(message(str(path), "a training history file (train and eval: "
-                                     "lists of records of numbers, each with its step)",
-                                     "another JSON value"))
-        return cls(data["train"], data["eval"])
-
-
-TRAIN_FIELDS = ("loss", "lr")          # what the figures draw of every training step
-
-
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
-def _records(rows, needed):
-    """True if `rows` is a list of dicts, each with an integer step >= 0, a number in each
-    of `needed`, and numbers, null or text in the others."""
-    return isinstance(rows, list) and all(
-        isinstance(r, dict) and isinstance(r.get("step"), int) and _number(r["step"])
-        and r["step"] >= 0 and all(_number(r.get(k)) for k in needed)
-        and all(v is None or _number(v) or isinstance(v, str) for v in r.values())
-        for r in rows)
+    def resumed(cls, meta, history, now):
+        """The state a checkpoint saved (`meta`: its metadata; `history`: its folder's curves
+        up to its step, or None), continued by this session: `now`'s command and clock
+        (and curves, when the folder kept none)."""
+        step, best = int(meta.get("step", 0)), meta.get("best", {})
+        return cls(step=step, best=best.get("value"),
+                   best_step=best.get("step"),              # None: saved before issue 40
+                   history=now.history if history is None else history,
+                   run_id=meta.get("run_id") or now.run_id,    # one run, across its sessions
+                   seconds_before=float(meta.get("training_seconds", 0.0)),
+                   sessions_before=saved_sessions(meta), session_start=step,
+                   command=now.command, clock=now.clock)
 
 
 @dataclass
@@ -97,16 +99,7 @@ class TrainResult:
     history: History          # the training curves
     checkpoint: str           # path of the last checkpoint written (None if no `out`)
     stop_reason: str = None   # why it stopped early: "SIGINT", "SIGTERM", "closed output", ...
-    sessions: list = None     # the run's sessions, this one last (sessions_of)
-
-
-def sessions_of(trainer):
-    """The run's sessions, this one last: [{"command": as typed (None: not from the command
-    line), "from": step, "to": step, "seconds": trainer.clock's (the time in fit(), and
-    from the command line the wall time since the command started)}]."""
-    now = {"command": trainer.command, "from": trainer.session_start, "to": trainer.step,
-           "seconds": round(trainer.clock.seconds, 3)}
-    return trainer.sessions_before + [now]
+    sessions: list = None     # the run's sessions, this one last (RunState.sessions)
 
 
 def saved_sessions(meta):
@@ -114,86 +107,12 @@ def saved_sessions(meta):
     were recorded, one session of unknown command that took its `training_seconds`."""
     sessions = meta.get("sessions")
     if isinstance(sessions, list) and all(
-            isinstance(s, dict) and all(_number(s.get(k)) for k in ("from", "to", "seconds"))
+            isinstance(s, dict) and all(is_number(s.get(k)) for k in ("from", "to", "seconds"))
             and (s.get("command") is None or isinstance(s["command"], str)) for s in sessions):
         return [dict(s) for s in sessions]
     step = int(meta.get("step", 0))
     return [{"command": None, "from": 0, "to": step,
              "seconds": float(meta.get("training_seconds", 0.0))}] if step else []
-
-
-def _finite(tree):
-    """JSON has no NaN/inf: write them as null."""
-    if isinstance(tree, dict):
-        return {k: _finite(v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_finite(v) for v in tree]
-    if isinstance(tree, float) and not math.isfinite(tree):
-        return None
-    return tree
-
-
-def model_generators(model):
-    """The distinct numpy Generators held by the model's layers (dropout), in a fixed order."""
-    found, seen = [], set()
-    for _, module in model.named_modules():
-        for value in vars(module).values():
-            if isinstance(value, np.random.Generator) and id(value) not in seen:
-                seen.add(id(value))
-                found.append(value)
-    return found
-
-
-def generator_states(model):
-    """JSON-able states of `model_generators(model)`."""
-    return [g.bit_generator.state for g in model_generators(model)]
-
-
-def load_generator_states(model, states):
-    """Restore states saved by `generator_states` into a model built the same way."""
-    generators = model_generators(model)
-    if len(generators) != len(states):
-        raise InputError(f"checkpoint holds {len(states)} dropout generator states, "
-                         f"the model has {len(generators)}")
-    for g, state in zip(generators, states):
-        g.bit_generator.state = state
-
-
-def progress_bar(total, initial, enabled):
-    """A tqdm.auto bar from `initial` to `total` steps, or None (tqdm missing or disabled).
-
-    enabled: True (always), False (never) or None (only on a terminal or in Jupyter).
-    """
-    if enabled is False:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
-               disable=None if enabled is None else False)
-    if bar.disable:
-        bar.close()
-        return None
-    return bar
-
-
-def improves(value, best, higher_is_better):
-    """True if the metric `value` (a number or None) beats `best` (None: nothing yet)."""
-    return value is not None and math.isfinite(value) and (
-        best is None or (value > best if higher_is_better else value < best))
-
-
-class InterruptedUpdate(KeyboardInterrupt):
-    """Ctrl-C inside the optimizer's update: the weights are half-updated, so nothing is
-    saved (the last checkpoint stays the good one)."""
-
-
-def diverged(step, what, kept):
-    """TrainingDiverged: the run stopped at `step` because of `what`; `kept` says which
-    checkpoint is the last good one."""
-    return TrainingDiverged(f"training stopped at step {step}: {what}; {kept}. Try a smaller "
-                            "`lr`, a longer `warmup` or gradient clipping (`clip_norm`).")
 
 
 class Stopwatch:

@@ -180,7 +180,7 @@ def test_average_refuses_two_runs_that_share_their_settings(tmp_path):
 def test_a_resumed_run_keeps_its_run_id_and_averages_with_its_earlier_checkpoints(tmp_path):
     first, trainer = tiny_run(tmp_path / "r")
     run_id = read_checkpoint_arrays(first)[0]["metadata"]["run_id"]
-    assert run_id == trainer.run_id and len(run_id) >= 16
+    assert run_id == trainer.state.run_id and len(run_id) >= 16
     os.replace(first, tmp_path / "r" / "step-2.npz")
     resumed = fresh_trainer(steps=4)
     resumed.out = str(tmp_path / "r")
