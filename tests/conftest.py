@@ -58,7 +58,7 @@ class DeviceRandom:
 @pytest.fixture(scope="module")
 def solution_copy(tmp_path_factory):
     """A copy of the package made by `assignment make --solutions` (reference code kept)."""
-    from numpy_transformer.course.assignment.make import make
+    from numpy_transformer.course.copies.make import make
     out = tmp_path_factory.mktemp("solution") / "copy"
     make(out, solutions=True)
     return out
@@ -67,7 +67,7 @@ def solution_copy(tmp_path_factory):
 @pytest.fixture(scope="module")
 def student_copy(tmp_path_factory):
     """A student copy with every part stubbed."""
-    from numpy_transformer.course.assignment.make import make
+    from numpy_transformer.course.copies.make import make
     out = tmp_path_factory.mktemp("student") / "copy"
     make(out)
     return out

@@ -22,13 +22,13 @@ from .outputs import check_outputs, overwrite_option
 
 
 def _run_make(args):
-    from ..course.assignment.make import make_assignment
+    from ..course.copies.make import make_assignment
     return make_assignment(args.out, args.parts, solutions=args.solutions, teacher=args.teacher)
 
 
 def _run_grade(args):
-    from ..course.assignment.grade_outputs import grade_command
-    from ..course.assignment.classrun import class_files
+    from ..course.classroom.grade_command import grade_command
+    from ..course.classroom.class_run import class_files
     check_outputs({"--json": args.json, "--gradescope": args.gradescope, "--csv": args.csv,
                    **class_files(args.csv, args.report)},
                   inputs={"--visibility": args.visibility}, overwrite=args.overwrite)
@@ -41,12 +41,12 @@ def _run_grade(args):
 
 
 def _run_check(args):
-    from ..course.assignment.local_check import check_command
+    from ..course.grading.local_check import check_command
     return check_command(args.parts or None)
 
 
 def _run_autograder(args):
-    from ..course.assignment.autograder import make_autograder
+    from ..course.classroom.autograder import make_autograder
     check_outputs({"--out": args.out}, inputs={"--visibility": args.visibility},
                   overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed,
@@ -150,7 +150,7 @@ def add_subcommand(subparsers, list_parts=True):
     `list_parts`, its description names the parts (which loads the course's registry)."""
     description = "Backward-pass assignments graded with the gradient checker."
     if list_parts:
-        from ..course.assignment.registry import PARTS
+        from ..course.parts import PARTS
         description += f" Parts: {', '.join(PARTS)}."
     parser = subparsers.add_parser(
         "assignment", help="make a student copy with stubbed backward passes, grade copies, "

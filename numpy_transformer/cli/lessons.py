@@ -49,7 +49,7 @@ def add_parsers(commands):
 
 def run_lessons(args):
     from ..errors import InputError
-    from ..course.lessons_site import find_lessons, select
+    from ..course.lessons.site import find_lessons, select
     if args.overwrite and not (args.out or args.html):
         raise InputError("--overwrite goes with --out DIR or --html DIR")
     for option, folder in (("--out", args.out), ("--html", args.html)):
@@ -74,7 +74,7 @@ def _list(lessons):
 
 
 def _copy(lessons, out, overwrite):
-    from ..course.lessons_site import copy_lessons
+    from ..course.lessons.site import copy_lessons
     done = copy_lessons(lessons, out, overwrite=overwrite)
     written, same = (sum(v == state for v in done.values()) for state in ("written", "unchanged"))
     print(f"{len(lessons)} lesson{'s' if len(lessons) > 1 else ''}"
@@ -100,7 +100,7 @@ def _check_pages(lessons, out, overwrite):
 
 
 def _site(lessons, out, timeout):
-    from ..course.lessons_site import LessonFailed, build_site, build_warnings, check_site_tools
+    from ..course.lessons.site import LessonFailed, build_site, build_warnings, check_site_tools
     check_site_tools()
     for line in build_warnings(lessons):
         print(line, flush=True)

@@ -67,7 +67,7 @@ def run_gradcheck(args):
 
 
 def run_figures(args):
-    from ..course.lesson_figures import write_figures
+    from ..course.lessons.figures import write_figures
     from ..tools.readme_runs import draw_run, readme_runs, write_all
     start = time.perf_counter()
     names = [r.name for r in readme_runs()]

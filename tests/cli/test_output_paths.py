@@ -116,7 +116,7 @@ def test_lessons_html_refuses_existing_pages_as_out_refuses_lessons(tmp_path):
 
 
 def test_gradescope_results_errors_name_the_file_not_a_temporary_one(tmp_path):
-    from numpy_transformer.course.assignment.gradescope import write_json
+    from numpy_transformer.course.classroom.gradescope import write_json
     long = tmp_path / ("g" * 300 + ".json")
     with pytest.raises(OSError) as caught:
         write_json(long, {"score": 0})

@@ -76,8 +76,8 @@ def test_readme_quotes_each_run_as_its_summary_says(name):
 
 
 def test_every_committed_figure_is_drawn_by_figures_all():
-    from numpy_transformer.course import lesson_figures
-    drawn = set(lesson_figures.FIGURES)
+    from numpy_transformer.course.lessons import figures
+    drawn = set(figures.FIGURES)
     for name in SUMMARIES:
         drawn |= set(summary(name)["figures"])
     committed = {p.name for p in (ROOT / "figures").glob("*.png")}

@@ -59,7 +59,7 @@ def test_a_fifo_as_a_student_module_costs_its_part_not_a_hang(solution_copy, tmp
 
 def test_the_workers_loader_refuses_a_fifo_at_once(tmp_path):
     module = fifo_at(tmp_path / "module.py")
-    done = python("from numpy_transformer.course.assignment.repair import RepairingLoader\n"
+    done = python("from numpy_transformer.course.sandbox.forgiving_loader import RepairingLoader\n"
                   f"RepairingLoader('module', {str(module)!r}).get_data({str(module)!r})")
     assert done.returncode == 1 and "not a regular file" in done.stderr, done.stderr
 
@@ -68,7 +68,7 @@ def test_a_fifo_among_a_copys_files_is_refused_by_the_marker_reader(tmp_path):
     package = tmp_path / "numpy_transformer"
     package.mkdir()
     fifo_at(package / "layers.py")
-    done = python("from numpy_transformer.course.assignment.markers import find_regions\n"
+    done = python("from numpy_transformer.course.copies.markers import find_regions\n"
                   f"find_regions({str(package)!r})")
     assert done.returncode == 1 and "InputError" in done.stderr, done.stderr
     assert "a FIFO" in done.stderr, done.stderr
@@ -78,7 +78,7 @@ def test_a_fifo_as_autograder_json_scores_zero_with_the_reason(tmp_path):
     (tmp_path / "source").mkdir()
     (tmp_path / "submission").mkdir()
     fifo_at(tmp_path / "source" / "autograder.json")
-    done = python("from numpy_transformer.course.assignment.autograder_run import main\n"
+    done = python("from numpy_transformer.course.classroom.autograder_run import main\n"
                   f"main([{str(tmp_path)!r}])")
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((tmp_path / "results" / "results.json").read_text())

@@ -24,8 +24,8 @@ import textwrap
 
 import pytest
 
-from numpy_transformer.course.assignment.make import PACKAGE, package_regions
-from numpy_transformer.course.assignment.strip import FAST_FORMS, strip_fast_forms
+from numpy_transformer.course.copies.make import PACKAGE, package_regions
+from numpy_transformer.course.copies.strip import FAST_FORMS, strip_fast_forms
 from numpy_transformer.layers import fast
 
 BOUNDS = {   # part: the most code lines one of its regions may have

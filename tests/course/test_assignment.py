@@ -11,15 +11,15 @@ import shutil
 
 import pytest
 
-from numpy_transformer.course.assignment import PARTS
-from numpy_transformer.course.assignment.grade import grade, grade_assignment
-from numpy_transformer.course.assignment.make import make, reveal
-from numpy_transformer.course.assignment.make import package_regions, read_manifest
-from numpy_transformer.course.assignment.markers import (MarkerError, parse_regions,
+from numpy_transformer.course.parts import PARTS
+from numpy_transformer.course.classroom.grade import grade, grade_assignment
+from numpy_transformer.course.copies.make import make, reveal
+from numpy_transformer.course.copies.make import package_regions, read_manifest
+from numpy_transformer.course.copies.markers import (MarkerError, parse_regions,
                                                   regions_in_source, stub_lines)
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.parts import CHECKS, PARTS as ALL_PARTS, max_points, run_part
-from numpy_transformer.course.assignment.registry import LESSONS
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.grading.scoring import CHECKS, PARTS as ALL_PARTS, max_points, run_part
+from numpy_transformer.course.parts import LESSONS
 
 from doors import raises_naming
 
@@ -71,7 +71,7 @@ def test_student_copy_holds_stubs_readme_and_no_catalogue(student_copy):
     assert "def backward(self, dy):" in linear and "x2.T @ dy2" not in linear
     assert (f"raise NotImplementedError('Linear.backward: write this part (see "
             f"{LESSONS['linear']}" in linear)     # a hint says where to look, not what to write
-    assert not (package / "course" / "assignment" / "mistakes.py").exists()
+    assert not (package / "course" / "selftest").exists()
     assert "| linear | 10 |" in (student_copy / "README.md").read_text()
     assert read_manifest(student_copy)["stubbed"] == list(PARTS)
     for book in (student_copy / "notebooks").glob("*.ipynb"):

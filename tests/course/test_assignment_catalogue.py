@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import PACKAGE, package_regions
-from numpy_transformer.course.assignment.markers import (indented, replace_region_bodies,
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import PACKAGE, package_regions
+from numpy_transformer.course.copies.markers import (indented, replace_region_bodies,
                                                          write_region_bodies)
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.right_bodies import RIGHT
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.selftest.right_bodies import RIGHT
 
 from doors import raises_naming
 

@@ -22,13 +22,13 @@ import shutil
 import numpy as np
 import pytest
 
-from numpy_transformer.course.assignment.diagnose import diagnose, error_hint
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import package_regions
-from numpy_transformer.course.assignment.markers import write_region_bodies
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.registry import TOLERANCE
-from numpy_transformer.course.assignment.right_bodies import RIGHT
+from numpy_transformer.course.grading.diagnose import diagnose, error_hint
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import package_regions
+from numpy_transformer.course.copies.markers import write_region_bodies
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.parts import TOLERANCE
+from numpy_transformer.course.selftest.right_bodies import RIGHT
 
 GOAL = 0.8          # issue 37: the diagnosis names the cause of at least 80% of the catalogue
 TWO_FACTORS = re.compile(r"is exactly [^:;]* = [^:;]* times the expected one")  # two names
@@ -114,13 +114,14 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
 
 
 def test_the_known_slips_stay_on_the_teachers_side(student_copy):
-    """wrong_forms.py holds the parts' formulas: no student copy and no grading worker has it,
+    """known_slips.py holds the parts' formulas: no student copy and no grading worker has it,
     and the copy's check (no stand-ins) computes none."""
-    from numpy_transformer.course.assignment.runner import HARNESS_FILES
-    from numpy_transformer.course.assignment.steps import known_slips
-    here = student_copy / "numpy_transformer" / "course" / "assignment"
-    assert here.is_dir() and not list(here.glob("wrong_forms*"))
-    assert not [name for name in HARNESS_FILES if name.startswith("wrong_forms")]
+    from numpy_transformer.course.sandbox.runner import HARNESS_FILES
+    from numpy_transformer.course.grading.steps import known_slips
+    here = student_copy / "numpy_transformer" / "course" / "grading"
+    assert here.is_dir() and not list(here.glob("known_slips*"))
+    assert not [name for names in HARNESS_FILES.values() for name in names
+                if name.startswith("known_slips")]
     assert known_slips("layernorm", None, x=None) == {}
 
 
@@ -130,7 +131,7 @@ def test_an_error_names_the_line_that_raised_it_or_called_a_helper_that_did(tmp_
     and a helper's own `raise` at the line that called the helper, with its message."""
     import importlib
 
-    from numpy_transformer.course.assignment.steps import graded
+    from numpy_transformer.course.grading.steps import graded
     package = tmp_path / "fake_package"
     package.mkdir()
     (package / "__init__.py").write_text("")

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment import PARTS
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import PACKAGE, package_regions
-from numpy_transformer.course.assignment.markers import write_region_bodies
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.parts import Read, reference_results, run_task
-from numpy_transformer.course.assignment.runner import HARNESS_FILES
-from numpy_transformer.course.assignment.standins import StandIns
+from numpy_transformer.course.parts import PARTS
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import PACKAGE, package_regions
+from numpy_transformer.course.copies.markers import write_region_bodies
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.grading.scoring import Read, reference_results, run_task
+from numpy_transformer.course.sandbox.runner import HARNESS_FILES
+from numpy_transformer.course.grading.standins import StandIns
 
 BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape, or nothing
     "GELU.backward": "return xp.zeros_like(dy)",
@@ -89,10 +89,10 @@ def test_blank_submission_scores_zero_everywhere(solution_copy, tmp_path):
 
 def test_harness_imports_nothing_of_the_package():
     """The worker loads these files by path: no import of numpy_transformer (nor `..x`)."""
-    here = PACKAGE / "course" / "assignment"
-    local = {name[:-3] for name in HARNESS_FILES}
-    for name in HARNESS_FILES:
-        for node in ast.walk(ast.parse((here / name).read_text())):
+    files = {name: folder / name for folder, names in HARNESS_FILES.items() for name in names}
+    local = {name[:-3] for name in files}
+    for name, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert node.level in (0, 1), (name, node.module)
                 assert node.level == 0 or (node.module or "") in local | {""}, (name, node.module)
@@ -162,7 +162,7 @@ def test_mistakes_in_half_the_parts_leave_the_other_half_full(solution_copy, tmp
 def test_grading_computes_with_numpy_whatever_the_backend():
     """Under NUMPY_TRANSFORMER_BACKEND=cupy or simulator the tasks still run on NumPy (their
     arrays are NumPy's), in the teacher's process and in the workers (runner.py sets it)."""
-    from numpy_transformer.course.assignment.parts import run_part
+    from numpy_transformer.course.grading.scoring import run_part
     from numpy_transformer.backend import get_backend, set_backend
     before = get_backend()
     set_backend("simulator")

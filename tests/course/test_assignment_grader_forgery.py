@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from doors import needs_pip_installed, nt
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import PACKAGE
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import PACKAGE
 from test_assignment_grader import fresh, replace_regions
 
 FIND_REFERENCE = '''
@@ -169,7 +169,7 @@ def test_only_the_students_package_is_importable_in_a_worker(student_copy, tmp_p
     """Even with the teacher's package on sys.path beside NumPy (as a plain install into
     site-packages would be), the worker imports the student's, before and after a forger
     drops the student's folder from sys.path."""
-    worker = PACKAGE / "course" / "assignment" / "worker.py"
+    worker = PACKAGE / "course" / "sandbox" / "worker.py"
     probe = (f"import sys, runpy; sys.path.insert(0, {str(PACKAGE.parent)!r}); "
              f"w = runpy.run_path({str(worker)!r}); w['isolate']({str(student_copy)!r}); "
              "import numpy, numpy_transformer; print(numpy_transformer.__file__); "

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from doors import error, nt, ok
-from numpy_transformer.course.assignment.make import make
-from numpy_transformer.course.assignment.autograder import NUMPY_REQUIREMENT
-from numpy_transformer.course.assignment.gradescope import checks_of
-from numpy_transformer.course.assignment.sandbox import isolation
+from numpy_transformer.course.copies.make import make
+from numpy_transformer.course.classroom.autograder import NUMPY_REQUIREMENT
+from numpy_transformer.course.classroom.gradescope import checks_of
+from numpy_transformer.course.sandbox.namespaces import isolation
 
 ROOT = Path(__file__).resolve().parents[2]
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
@@ -150,9 +150,9 @@ def test_class_csv_has_a_row_per_copy_and_keeps_going_past_a_bad_one(copies, tmp
 def test_every_check_is_a_test_whatever_ran(tmp_path):
     """A stubbed part stops at its first check and a crashed one runs none: the other checks
     are still tests (0 points, the part's reason); unknown check names give one test."""
-    from numpy_transformer.course.assignment.grade import GradeReport
-    from numpy_transformer.course.assignment.gradescope import gradescope_results
-    from numpy_transformer.course.assignment.parts import CheckResult, PartResult
+    from numpy_transformer.course.classroom.grade import GradeReport
+    from numpy_transformer.course.classroom.gradescope import gradescope_results
+    from numpy_transformer.course.grading.scoring import CheckResult, PartResult
     first, *rest = checks_of(["linear"])["linear"]
     total = first[1] + sum(points for _, points in rest)
     stub = PartResult("linear", 0, total, None, "not implemented: Linear.backward",
@@ -203,7 +203,7 @@ def test_zip_holds_executable_scripts_and_the_grader(autograder_zip):
         modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
         config = json.loads(archive.read("autograder.json"))
     assert {"setup.sh", "run_autograder", "autograder.json",
-            "numpy_transformer/course/assignment/grade.py"} <= names
+            "numpy_transformer/course/classroom/grade.py"} <= names
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not any("__pycache__" in n or n.endswith(".pyc") or n.startswith("/") for n in names)
     assert config["visibility"][check("adam")] == "hidden"

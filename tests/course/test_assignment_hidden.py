@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 from doors import nt, raises_naming
-from numpy_transformer.course.assignment import PARTS
-from numpy_transformer.course.assignment.autograder import build_autograder
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.gradescope import gradescope_results, read_visibility
-from numpy_transformer.course.assignment.local_check import load
-from numpy_transformer.course.assignment.parts import SECRET, reference_results
+from numpy_transformer.course.parts import PARTS
+from numpy_transformer.course.classroom.autograder import build_autograder
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.classroom.gradescope import gradescope_results, read_visibility
+from numpy_transformer.course.grading.local_check import load
+from numpy_transformer.course.grading.scoring import SECRET, reference_results
 from numpy_transformer.errors import InputError
 from test_assignment_grader import replace_regions
 from test_student_check import check
@@ -43,7 +43,7 @@ def _looked_up(name, *arrays):
     import os
     import numpy
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with numpy.load(os.path.join(here, "course", "assignment", "expected.npz")) as data:
+    with numpy.load(os.path.join(here, "course", "grading", "expected.npz")) as data:
         stored = {key: data[key] for key in data.files if key != "plan"}
     for key, value in stored.items():
         if key.startswith("in:") and any(numpy.shape(a) == value.shape
@@ -85,7 +85,7 @@ def float_arrays(arrays):
 
 
 def test_the_copy_holds_no_input_or_output_of_the_graders(student_copy):
-    _, shipped = load(student_copy / "numpy_transformer/course/assignment/expected.npz")
+    _, shipped = load(student_copy / "numpy_transformer/course/grading/expected.npz")
     by_shape = {}
     for a in float_arrays(shipped.values()):
         by_shape.setdefault(a.shape, []).append(a)

@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 from doors import nt
-from numpy_transformer.course.assignment.gradescope import gradescope_results
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.honesty import review
-from numpy_transformer.course.assignment.local_check import numeric_message
-from numpy_transformer.course.assignment.make import PACKAGE
-from numpy_transformer.course.assignment.right_bodies import RIGHT
+from numpy_transformer.course.classroom.gradescope import gradescope_results
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.classroom.honesty import review
+from numpy_transformer.course.grading.local_check import numeric_message
+from numpy_transformer.course.copies.make import PACKAGE
+from numpy_transformer.course.selftest.right_bodies import RIGHT
 from test_assignment_diagnosis import ATTENTION, VARIANTS
 from test_assignment_grader import replace_regions
 from test_assignment_hidden import FILES, FORGED, LOOKUP

@@ -8,7 +8,7 @@ The scan makes a student copy with every part stubbed and reads every file in it
   ones, a cell computing a part's answer, and the unnamed exercises);
 - every line of the grader that the copy must not carry: every module of
   assignment/ (the checks, the catalogue of mistakes, the runner, ...) but
-  registry.py, which the copy carries, and make.py and standalone.py, which
+  parts.py, which the copy carries, and make.py and installable.py, which
   hold the text of the copy's own small modules and pyproject.toml;
 - every line of the answer keys of the think questions (notebooks/answers/).
 
@@ -27,7 +27,7 @@ characters of a part's region (`if eps:`, `p -= s2`); a longer line of a part's
 solution that shows up outside the regions is a leak. Of the grader's files,
 every line that the reference does not show elsewhere is looked for (what it
 shares with the package, such as `except InputError as err:`, is not the
-grader's, nor what it shares with registry.py, which a copy carries). In the
+grader's, nor what it shares with parts.py, which a copy carries). In the
 copy, the stub lines (which show the hints on purpose) are not searched. A line
 of a solution is a hit when a line of the copy equals it, or, for a line of 30
 characters or more, contains it (a docstring quoting the code). A hit names the
@@ -40,16 +40,20 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits
-from numpy_transformer.course.assignment.make import make
-from numpy_transformer.course.assignment.registry import LESSONS, PARTS
-from numpy_transformer.course.assignment.make import (ANSWERS, PACKAGE, STUDENT_ASSIGNMENT,
-                                               notebook_regions, package_regions)
+from numpy_transformer.course.copies.formulas import FORMULAS, formula_hits
+from numpy_transformer.course.copies.make import make
+from numpy_transformer.course.parts import LESSONS, PARTS
+from numpy_transformer.course.copies.make import (ANSWERS, PACKAGE, STUDENT_GRADING,
+                                                  TEACHER_ROOMS, notebook_regions,
+                                                  package_regions)
 
 ROOT = PACKAGE.parent
 NOTEBOOKS = ROOT / "notebooks"
 LONG = 30                       # solution lines this long are also found inside longer lines
-COPY_WRITERS = ("make.py", "standalone.py")    # they hold the text of the copy's own files
+COPY_WRITERS = ("make.py", "installable.py")    # they hold the text of the copy's own files
+COURSE = PACKAGE / "course"
+STUDENT_SIDE = [COURSE / "parts.py", *(COURSE / "grading" / name for name in STUDENT_GRADING)]
+GRADER_FILES = sorted(p for room in (*TEACHER_ROOMS, "grading") for p in (COURSE / room).glob("*.py"))
 KEYWORDS = {"pass", "else:", "try:", "finally:", "break", "continue", "return", "return None"}
 
 
@@ -104,10 +108,9 @@ def solution_lines():
     found, regions, cells = {}, package_regions(), lesson_cells()
     files = {path: (PACKAGE / path).read_text(encoding="utf-8").split("\n") for path in
              sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
-                    if "assignment" not in p.relative_to(PACKAGE).parts)}
+                    if p not in GRADER_FILES and p != COURSE / "parts.py")}
     shown = [(NOTEBOOKS / "README.md").read_text(encoding="utf-8").split("\n")]
-    shown += [(PACKAGE / "course" / "assignment" / name).read_text(encoding="utf-8").split("\n")
-              for name in STUDENT_ASSIGNMENT]
+    shown += [path.read_text(encoding="utf-8").split("\n") for path in STUDENT_SIDE]
     shown += [outside_regions(lines, [r for r in regions if r.path == path])
               for path, lines in files.items()]
     shown += [outside_regions(lines, mine) for _, _, lines, mine in cells]
@@ -127,10 +130,10 @@ def solution_lines():
         for r in mine:
             add(region_lines(lines, [r]), f"solution region of {r.path}",
                 short_and_shown if r.part else given.__contains__)
-    for path in sorted((PACKAGE / "course" / "assignment").glob("*.py")):
-        if path.name not in (*STUDENT_ASSIGNMENT, *COPY_WRITERS):     # the copy's own text
+    for path in GRADER_FILES:
+        if path not in STUDENT_SIDE and path.name not in COPY_WRITERS:     # the copy's own text
             add(path.read_text(encoding="utf-8").split("\n"),
-                f"grader file assignment/{path.name}", given.__contains__)
+                f"grader file {path.relative_to(COURSE).as_posix()}", given.__contains__)
     for path in sorted((NOTEBOOKS / ANSWERS).glob("*.md")):
         add(path.read_text(encoding="utf-8").split("\n"), f"answer key {path.name}")
     return found
@@ -209,9 +212,11 @@ def test_full_student_copy_holds_no_solution_grader_or_answer_key(student_copy, 
 
 
 def test_student_copy_has_no_grader_and_no_answers(student_copy):
-    assignment = student_copy / "numpy_transformer" / "course" / "assignment"
-    assert sorted(p.name for p in assignment.iterdir()) == sorted(
-        ["__init__.py", "parts.py", "expected.npz", *STUDENT_ASSIGNMENT])
+    course = student_copy / "numpy_transformer" / "course"
+    assert sorted(p.name for p in course.iterdir()) == ["__init__.py", "grading", "lessons",
+                                                       "parts.py"]
+    assert sorted(p.name for p in (course / "grading").iterdir()) == sorted(
+        ["expected.npz", *STUDENT_GRADING])
     assert not (student_copy / "notebooks" / ANSWERS).exists()
     assert "textbook_adam" not in "\n".join(
         p.read_text(encoding="utf-8", errors="replace")

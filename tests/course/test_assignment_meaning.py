@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment.formulas import FORMULAS, formula_hits, grader_text
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import make
-from numpy_transformer.course.assignment.meaning import tokens
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.parts import CHECKS
-from numpy_transformer.course.assignment.registry import PARTS
+from numpy_transformer.course.copies.formulas import FORMULAS, formula_hits, grader_text
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import make
+from numpy_transformer.course.copies.meaning import tokens
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.grading.scoring import CHECKS
+from numpy_transformer.course.parts import PARTS
 
 from test_assignment_grader import BLANK, add_import, fresh, replace_regions
 

@@ -10,11 +10,11 @@ sentence, and end to end on a copy whose Linear.backward doubles dW.
 
 import pytest
 
-from numpy_transformer.course.assignment.formulas import formula_hits, redact
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import make
-from numpy_transformer.course.assignment.parts import CHECKS
-from numpy_transformer.course.assignment.registry import LESSONS
+from numpy_transformer.course.copies.formulas import formula_hits, redact
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import make
+from numpy_transformer.course.grading.scoring import CHECKS
+from numpy_transformer.course.parts import LESSONS
 
 
 def failing_message(c):

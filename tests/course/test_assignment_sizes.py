@@ -13,8 +13,8 @@ import itertools
 import numpy as np
 import pytest
 
-from numpy_transformer.course.assignment.diagnose import named_factors
-from numpy_transformer.course.assignment.parts import CHECKS, reference_results
+from numpy_transformer.course.grading.diagnose import named_factors
+from numpy_transformer.course.grading.scoring import CHECKS, reference_results
 
 
 def coinciding(shape, args):

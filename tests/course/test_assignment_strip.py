@@ -10,10 +10,10 @@
   only the cell that states one.
 """
 
-from numpy_transformer.course.assignment.make import PACKAGE, make
-from numpy_transformer.course.assignment.markers import Region
-from numpy_transformer.course.assignment.registry import LESSONS
-from numpy_transformer.course.assignment.strip import (strip_inline, strip_prose, strip_source,
+from numpy_transformer.course.copies.make import PACKAGE, make
+from numpy_transformer.course.copies.markers import Region
+from numpy_transformer.course.parts import LESSONS
+from numpy_transformer.course.copies.strip import (strip_inline, strip_prose, strip_source,
                                                        where_hint)
 
 LESSON = """## The backward

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.assignment import classrun, similarity
-from numpy_transformer.course.assignment.grade_outputs import grade_command
-from numpy_transformer.course.assignment.make import make, package_regions
-from numpy_transformer.course.assignment.markers import write_region_bodies
-from numpy_transformer.course.assignment.mistakes import MISTAKES
-from numpy_transformer.course.assignment.registry import LESSONS
-from numpy_transformer.course.assignment.right_bodies import RIGHT
+from numpy_transformer.course.classroom import class_run as classrun, similarity
+from numpy_transformer.course.classroom.grade_command import grade_command
+from numpy_transformer.course.copies.make import make, package_regions
+from numpy_transformer.course.copies.markers import write_region_bodies
+from numpy_transformer.course.selftest.mistakes import MISTAKES
+from numpy_transformer.course.parts import LESSONS
+from numpy_transformer.course.selftest.right_bodies import RIGHT
 from numpy_transformer.errors import InputError
 
 pytest.importorskip("copydetect")
@@ -219,7 +219,7 @@ def test_the_lesson_of_part_linear_has_a_section_on_linear():
 
 STOP = '''
 import sys
-from numpy_transformer.course.assignment.grade_outputs import grade_command
+from numpy_transformer.course.classroom.grade_command import grade_command
 grade_command(sys.argv[1:3], csv_out=sys.argv[3], parts=["linear"], jobs=2, timeout=60)
 '''
 
@@ -271,7 +271,7 @@ def _workers(root):
         more = {pid for pid, up in parent.items() if up in family} - family
         family, grew = family | more, bool(more)
     return [pid for pid in family if "worker.py" in lines.get(pid, "")
-            and "unshare" not in lines[pid] and "sandbox.py" not in lines[pid]]
+            and "unshare" not in lines[pid] and "namespaces.py" not in lines[pid]]
 
 
 def test_the_command_line_keeps_the_class_files_of_before(base, tmp_path):

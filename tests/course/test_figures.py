@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from numpy_transformer.course import lesson_figures as figures     # noqa: E402
+from numpy_transformer.course.lessons import figures     # noqa: E402
 
 NAMES = ["positional_encoding", "masks", "gradient_norms_depth", "kv_cache_bytes",
          "noam_schedule", "attention_cross", "attention_encoder_self", "attention_decoder_self"]

@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from numpy_transformer.course.assignment.grade import GradeReport
-from numpy_transformer.course.assignment.grade_outputs import grade_command
+from numpy_transformer.course.classroom.grade import GradeReport
+from numpy_transformer.course.classroom.grade_command import grade_command
 
 OLD = "the previous grade\n"
-grade_module = importlib.import_module("numpy_transformer.course.assignment.grade")  # not the function
+grade_module = importlib.import_module("numpy_transformer.course.classroom.grade")  # not the function
 
 
 @pytest.fixture

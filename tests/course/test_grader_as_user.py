@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from doors import NT
-from numpy_transformer.course.assignment.sandbox import Sandbox, as_user
+from numpy_transformer.course.sandbox.namespaces import Sandbox, as_user
 from test_assignment_grader import fresh
 from test_grader_survives import prepend, rows
 
@@ -51,8 +51,8 @@ def without_namespaces(tmp_path):
 def test_as_a_user_the_worker_reads_no_closed_folder(solution_copy, tmp_path):
     """Protection: the unprivileged user (no namespaces at all)."""
     env = without_namespaces(tmp_path)
-    level = subprocess.run([sys.executable, "-c", "from numpy_transformer.course.assignment."
-                            "sandbox import isolation; print(isolation().line)"],
+    level = subprocess.run([sys.executable, "-c", "from numpy_transformer.course.sandbox."
+                            "namespaces import isolation; print(isolation().line)"],
                            env=env, capture_output=True, text=True, timeout=300).stdout
     if "unprivileged user nobody" not in level:
         pytest.skip(level.strip() or "no line")

@@ -1,5 +1,5 @@
 """A submission that goes after the grader, the teacher or the classmates finds nothing
-and changes nothing (sandbox.py's private root; skipped where the kernel refuses it).
+and changes nothing (namespaces.py's private root; skipped where the kernel refuses it).
 
 Each forgery is one the red team of issue 30 scored above 0 with before:
 - looking for the teacher's package through the paths in the worker's arguments, its
@@ -26,14 +26,14 @@ import numpy
 import pytest
 
 from doors import needs_pip_installed, nt
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.make import PACKAGE
-from numpy_transformer.course.assignment.sandbox import DISK_MB
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.make import PACKAGE
+from numpy_transformer.course.sandbox.namespaces import DISK_MB
 from test_assignment_grader import fresh, replace_regions
 from test_grader_survives import BOX, class_of, grade_class, prepend, processes_holding, rows
 
 needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
-BOX_HARNESS = PACKAGE / "course" / "assignment"      # holds sandbox.py, as the copy does
+BOX_HARNESS = PACKAGE / "course" / "sandbox"      # holds private_root.py, as the copy does
 
 HUNT = '''
 
@@ -132,7 +132,7 @@ def test_a_submission_that_knows_the_paths_reaches_nothing(solution_copy, tmp_pa
     the PID namespace (no grader process is visible)."""
     token = f"nt-backdoor-{os.getpid()}-{time.time_ns()}"
     site = os.path.dirname(os.path.dirname(numpy.__file__))
-    targets = {"write": [str(PACKAGE), str(PACKAGE / "course" / "assignment"), site,
+    targets = {"write": [str(PACKAGE), str(PACKAGE / "course" / "grading"), site,
                          str(tmp_path), str(tmp_path / "a")],
                "read": [str(PACKAGE / "layers" / "linear.py"),
                         str(tmp_path / "a" / "assignment.json")],

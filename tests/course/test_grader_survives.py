@@ -4,7 +4,7 @@ Through the command line, as a teacher grades a class:
 - A part that sends SIGKILL to its parent, or `kill(-1)` to every process it may signal,
   or that leaves a double-forked daemon behind: the grader goes on, every folder gets its
   row, no process outside the worker is touched, the daemon is gone when its part ends
-  (in user + PID namespaces, sandbox.py; skipped where Linux refuses them). A part that
+  (in user + PID namespaces, namespaces.py; skipped where Linux refuses them). A part that
   dies (a segmentation fault) scores 0 with the reason in the table, the others keep
   their points.
 - Where namespaces are not available the grader says so once, and in Gradescope's output.
@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from doors import NT, nt
-from numpy_transformer.course.assignment.make import package_regions
-from numpy_transformer.course.assignment.sandbox import isolation
+from numpy_transformer.course.copies.make import package_regions
+from numpy_transformer.course.sandbox.namespaces import isolation
 from test_assignment_grader import fresh
 
-BOX = isolation()          # the protections this machine allows (sandbox.py)
+BOX = isolation()          # the protections this machine allows (namespaces.py)
 needs_namespaces = pytest.mark.skipif(BOX.level == "none", reason=BOX.line)
 
 

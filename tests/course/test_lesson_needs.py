@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.course.lesson_needs import (how_to_install, missing_modules,
+from numpy_transformer.course.lessons.needs import (how_to_install, missing_modules,
                                                    optional_modules)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"

@@ -21,10 +21,10 @@ import numpy
 import pytest
 
 from doors import nt
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.limits import part_groups
-from numpy_transformer.course.assignment.make import PACKAGE
-from numpy_transformer.course.assignment.sandbox import DISK_MB, PROCESSES
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.sandbox.limits import part_groups
+from numpy_transformer.course.copies.make import PACKAGE
+from numpy_transformer.course.sandbox.namespaces import DISK_MB, PROCESSES
 from test_assignment_grader import fresh
 from test_grader_survives import BOX, prepend
 
@@ -265,9 +265,9 @@ print(json.dumps({{"network": network, "nproc": resource.getrlimit(resource.RLIM
 def test_without_a_private_root_the_network_and_process_limits_still_hold(loopback_server):
     """Protection: level "pid" (a kernel refusing mounts) still runs private_root.py in a
     network namespace, which sets RLIMIT_NPROC before the worker starts."""
-    from numpy_transformer.course.assignment.sandbox import Sandbox
+    from numpy_transformer.course.sandbox.namespaces import Sandbox
     box = Sandbox("pid", "as if mounts were refused", BOX.tool)
-    argv = box.command(sys.executable, None, {"harness": (PACKAGE / "course" / "assignment",
+    argv = box.command(sys.executable, None, {"harness": (PACKAGE / "course" / "sandbox",
                                                           False)},
                        ["-I", "-c", PID_LEVEL_VIEW.format(port=loopback_server)])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
@@ -278,8 +278,8 @@ def test_without_a_private_root_the_network_and_process_limits_still_hold(loopba
 def test_where_the_network_namespace_is_refused_the_line_says_so():
     """The fallback of a kernel that allows the other namespaces but not a network one:
     unshare without --net, and the line says the network is not closed, and why."""
-    from numpy_transformer.course.assignment.limits import limits_line
-    from numpy_transformer.course.assignment.sandbox import Sandbox
+    from numpy_transformer.course.sandbox.limits import limits_line
+    from numpy_transformer.course.sandbox.namespaces import Sandbox
     box = Sandbox("root", "network namespace refused: unshare refused: ...", "/usr/bin/unshare",
                   network=False)
     argv = box.command(sys.executable, "/nonexistent", {"harness": ("/nonexistent", False)},
@@ -295,7 +295,7 @@ def test_where_the_network_namespace_is_refused_the_line_says_so():
 @needs_cgroup
 def test_cgroups_left_by_a_killed_grader_are_removed_and_none_is_left_after_grading(
         solution_copy, tmp_path):
-    from numpy_transformer.course.assignment import limits
+    from numpy_transformer.course.sandbox import limits
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
     stale = [os.path.join(parent, f"nt-part-{dead}-0") for parent in GROUPS.parents.values()]
@@ -319,8 +319,8 @@ def test_cgroups_left_by_a_killed_grader_are_removed_and_none_is_left_after_grad
 def test_without_a_cgroup_the_line_says_what_bounds_the_total(monkeypatch, euid):
     """The fallback where no cgroup may be made: RLIMIT_NPROC x RLIMIT_AS for a grader who is
     not root; for the real root (whom RLIMIT_NPROC does not bind) processes not limited."""
-    from numpy_transformer.course.assignment import limits
-    from numpy_transformer.course.assignment.sandbox import Sandbox
+    from numpy_transformer.course.sandbox import limits
+    from numpy_transformer.course.sandbox.namespaces import Sandbox
     monkeypatch.setattr(limits.os, "geteuid", lambda: euid)
     said = limits.limits_line(Sandbox("root", "", "/usr/bin/unshare"),
                               limits.PartGroups({}, "cgroup v2 without delegation"), 60, 600,

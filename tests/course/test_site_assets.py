@@ -3,7 +3,7 @@ jupyter-server-mathjax (only what a page loads), so that the equations render of
 
 import pytest
 
-from numpy_transformer.course import site_assets
+from numpy_transformer.course.lessons import site_assets
 
 
 def test_without_the_package_there_is_nothing_to_bundle(tmp_path, monkeypatch):

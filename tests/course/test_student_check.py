@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from numpy_transformer.course.assignment.grade import grade
-from numpy_transformer.course.assignment.local_check import USES
-from numpy_transformer.course.assignment.mistakes import MISTAKES
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.grading.local_check import USES
+from numpy_transformer.course.selftest.mistakes import MISTAKES
 
 PLANTED = ("linear_overwrites", "layernorm_missing_term", "softmax_elementwise",
            "gelu_finite_difference", "attention_fresh_dropout_mask", "dropout_scales_twice",
@@ -50,8 +50,8 @@ def test_a_solution_copy_passes_every_part(solution_copy):
 
 
 def test_a_blank_copy_passes_no_part(student_copy):
-    assert (student_copy / "numpy_transformer/course/assignment/expected.npz").is_file()
-    assert not (student_copy / "numpy_transformer/course/assignment/standins.py").exists()
+    assert (student_copy / "numpy_transformer/course/grading/expected.npz").is_file()
+    assert not (student_copy / "numpy_transformer/course/grading/standins.py").exists()
     status, lines = check(student_copy)
     report = grade(student_copy)
     assert status == 1 and report.points == 0

@@ -15,7 +15,7 @@ import sys
 import pytest
 from doors import error, nt, ok
 
-from numpy_transformer.course.assignment.make import make
+from numpy_transformer.course.copies.make import make
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,121 @@
+"""What `run_autograder` runs on Gradescope: grade one submission, write results.json.
+
+    python -m numpy_transformer.course.classroom.autograder_run ROOT
+
+ROOT is /autograder: ROOT/source holds the unpacked zip (autograder.py),
+ROOT/submission the student's upload, and ROOT/results/results.json receives
+the grade. A submission may be the student's numpy_transformer/ folder (its
+files at the top, or in one folder), a whole student copy, or either inside a
+zip's extra folder: the shallowest folder named numpy_transformer with an
+__init__.py is the student's package (or the top itself when it holds the
+package's files). That package is copied, without symbolic links, beside the
+teacher's manifest (the student's own assignment.json is ignored), and graded
+with the teacher's parts and time limit, on inputs drawn from the zip's seed or,
+where it has none, from a new random secret for this submission. Whatever goes wrong (no package, two
+packages, a grader error) still ends in a valid results.json: score 0 and the
+reason. The exit status is 0 once results.json is written.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ...errors import InputError
+from ...system.files import read_json
+from .gradescope import gradescope_results, not_graded_results, read_visibility, write_json
+from ..sandbox.runner import TOTAL_TIMEOUT
+
+PACKAGE_NAME = "numpy_transformer"
+SKIPPED = ("__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints")
+MAX_DEPTH = 4
+
+
+def _looks_like_package(folder, reference):
+    """`folder` holds an __init__.py and one of the reference package's sub-packages."""
+    subpackages = {p.name for p in reference.iterdir() if (p / "__init__.py").is_file()}
+    return (folder / "__init__.py").is_file() and any((folder / name).is_dir()
+                                                      for name in subpackages)
+
+
+def find_package(submission, reference):
+    """The folder of the student's package inside `submission`; InputError saying what was
+    found when there is none or more than one at the shallowest depth."""
+    submission = Path(submission)
+    if not submission.is_dir():
+        raise InputError(f"no submission folder {submission.name}/ was found")
+    level = [submission]
+    for _ in range(MAX_DEPTH + 1):
+        found = [f for f in level if f.name == PACKAGE_NAME and (f / "__init__.py").is_file()]
+        if not found and level == [submission] and _looks_like_package(submission, reference):
+            found = [submission]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(str(f.relative_to(submission)) for f in found)
+            raise InputError(f"the submission holds {len(found)} {PACKAGE_NAME}/ folders "
+                             f"({names}); submit exactly one")
+        level = [child for f in level for child in sorted(f.iterdir())
+                 if child.is_dir() and not child.is_symlink() and child.name not in SKIPPED]
+    raise InputError(f"no {PACKAGE_NAME}/ package was found in the submission: upload your "
+                     f"{PACKAGE_NAME}/ folder (with its __init__.py) or your whole student copy")
+
+
+def _no_links(folder, names):
+    return [n for n in names if n in SKIPPED or n.endswith(".pyc")
+            or os.path.islink(os.path.join(folder, n))]
+
+
+def assemble(package, manifest, into):
+    """A student copy in `into`: the student's package and the teacher's manifest."""
+    into = Path(into)
+    shutil.copytree(package, into / PACKAGE_NAME, ignore=_no_links)
+    (into / "assignment.json").write_text(json.dumps(manifest, indent=2) + "\n",
+                                          encoding="utf-8")
+    return into
+
+
+def grade_submission(root):
+    """The results.json dict for ROOT/submission (never raises for a bad submission)."""
+    from .grade import grade
+    start, source = time.monotonic(), Path(root) / "source"
+    try:                                  # a regular file only: a FIFO would hang here
+        config = read_json(source / "autograder.json", "autograder.json")
+    except (OSError, InputError) as err:
+        return not_graded_results(f"the autograder's configuration is unreadable ({err}); "
+                                  "tell your teacher", None, None, time.monotonic() - start)
+    parts = config["parts"]
+    visibility = read_visibility(config["visibility"], config.get("reveal_after"))
+    try:
+        package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = assemble(package, config["manifest"], Path(tmp) / "copy")
+            report = grade(copy, parts=parts, timeout=config["timeout"],
+                           total_timeout=config.get("total_timeout", TOTAL_TIMEOUT),
+                           seed=config.get("seed"),
+                           refuse_flagged=config.get("refuse_flagged", False))
+    except InputError as err:
+        return not_graded_results(str(err), parts, visibility, time.monotonic() - start)
+    except Exception as err:                                # noqa: BLE001
+        return not_graded_results(f"the grader failed: {type(err).__name__}: {err}", parts,
+                                  visibility, time.monotonic() - start)
+    return gradescope_results(report, visibility, time.monotonic() - start)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    root = Path(argv[0] if argv else "/autograder")
+    results = grade_submission(root)
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    write_json(root / "results" / "results.json", results)
+    print(f"score {results['score']}: {results['output']}")
+    for test in results["tests"]:
+        print(f"  {test['name']:<50} {test['score']:>3}/{test['max_score']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

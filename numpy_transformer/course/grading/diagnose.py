@@ -1,0 +1,258 @@
+"""What a wrong array looks like, said without giving the answer (scoring.py uses it).
+
+When a student's array disagrees with the reference's, `diagnose` tests common
+signatures of a mistake against the expected array and says what it sees:
+
+    a constant factor   have = c want, named when c is 1/B, B, 1/N, N, 2, 1/2, -1,
+                        sqrt(d), 1/sqrt(d) (B the first axis of an array of 3 axes or more,
+                        N the rows, d the last axis) or a float argument of the task (p,
+                        dloss, ...: c, 1/c, 1 - c, 1/(1 - c)), else "a constant factor of c";
+                        every check's sizes keep these apart (test_assignment_sizes.py)
+    a transpose         have = want with its last two axes swapped
+    too few axes summed have has more axes; summed over the extra leading ones it agrees
+    assigned, not added have = want - what the gradient held before (prefilled checks)
+    a mask not applied  have agrees (up to a constant factor) except where want is 0
+    a fresh draw        a dropout stand-in counted more than one mask drawn
+    a term of a sum     want - have (or have - want) is one of the check's named terms
+                        (outputs "term.<label>" of its scenario, never compared); a term
+                        missing is named before a term alone
+    a known slip        have is the array a named slip gives ("term.<output>|<cause>",
+                        from known_slips.py in the grader's reference run: another GELU
+                        form's derivative, a bias correction left out, a child's backward
+                        skipped, ...): "is exactly what you get when <cause>"
+    an input passed on  have is an input array of the task (the incoming gradient, dV, x2)
+    a child skipped     a child's parameter gradient is all zero
+
+Never the expected formula: only how the two arrays relate, and the slip's name in words.
+"" when nothing fits. `error_hint` adds to a worker's error message (steps.located
+names the student's line, the shapes and the array being computed).
+`import_failure` turns a worker's "SyntaxError: ... (softmax.py, line 49)" into one
+clear message: "layers/softmax.py does not import: SyntaxError at line 49".
+"""
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+PACKAGE = Path(__file__).resolve().parents[2]      # the reference's numpy_transformer/
+NOT_PARSED = re.compile(r"(?P<kind>SyntaxError|IndentationError|TabError): .*"
+                        r"\((?P<file>[\w.]+\.py), line (?P<line>\d+)\)")
+CLOSE = 1e-9        # relative agreement that counts as "exactly" for a signature
+
+
+def near(have, want):
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    return have.shape == want.shape and float(np.abs(have - want).max(initial=0.0)) <= CLOSE * scale
+
+
+def scalar_factors(args):
+    """[(value, name, question)] from the task's float arguments (p, dloss, lr, ...)."""
+    named = []
+    for key, a in sorted((args or {}).items()):
+        if isinstance(a, float) and 0.0 < abs(a) and a != 1.0:
+            question = f"is a factor of {key} missing, or applied once too often?"
+            named += [(a, f"{key} ({key} = {a:g})", question),
+                      (1 / a, f"1/{key} ({key} = {a:g})", question),
+                      (1 - a, f"(1 - {key}) ({key} = {a:g})", question),
+                      (1 / (1 - a), f"1/(1 - {key}) ({key} = {a:g})", question)]
+    return named
+
+
+def named_factors(shape, args=None):
+    """[(value, name, question)] of the factors worth naming for an array of `shape`."""
+    named = scalar_factors(args)
+    if len(shape) >= 3:         # a batch axis first (a 2-D array's first axis is its rows)
+        B = shape[0]
+        named += [(1 / B, f"1/B (B = {B}, its first axis)", "did you average over the batch?"),
+                  (B, f"B (B = {B}, its first axis)", "is a division by the batch missing?")]
+    if len(shape) >= 2:
+        N = int(np.prod(shape[:-1]))
+        named += [(1 / N, f"1/N (N = {N}, its rows)", "did you divide by the row count "
+                   "once too often?"),
+                  (N, f"N (N = {N}, its rows)", "is a division by the row count missing?")]
+    if len(shape) >= 1 and shape[-1] > 1:
+        d = shape[-1]
+        named += [(math.sqrt(d), f"sqrt(d) (d = {d}, its last axis)",
+                   "is a scale of the forward missing from the backward?"),
+                  (1 / math.sqrt(d), f"1/sqrt(d) (d = {d}, its last axis)",
+                   "is a scale missing, or applied twice?")]
+    named += [(2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
+              (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
+    return [f for f in named if abs(f[0] - 1.0) > 1e-12]     # (a factor of 1 is no mistake)
+
+
+def factor_of(have, want):
+    """c with have = c want (c != 1), or None."""
+    norm = float(np.sum(want * want))
+    if have.shape != want.shape or norm == 0.0:
+        return None
+    c = float(np.sum(have * want)) / norm
+    if abs(c - 1.0) <= CLOSE or not near(have, c * want):
+        return None
+    return c
+
+
+def factor_message(what, c, shape, args=None):
+    found = [(name, question) for value, name, question in named_factors(shape, args)
+             if abs(c - value) <= 1e-7 * abs(value)]
+    if found:           # every name that fits (B = 2 is also 2)
+        names, questions = zip(*found)
+        return (f"your {what} is exactly {' = '.join(names)} times the expected one: "
+                f"{' '.join(dict.fromkeys(questions))}")
+    return f"your {what} is the expected one times a constant factor of {c:.4g}"
+
+
+def masked(have, want):
+    """How `have` relates to `want` away from want's zeros, when only the zeros differ."""
+    zero = want == 0
+    if not zero.any() or zero.all() or have.shape != want.shape or not np.any(have[zero]):
+        return None
+    rest_have, rest_want = have[~zero], want[~zero]
+    return 1.0 if near(rest_have, rest_want) else factor_of(rest_have, rest_want)
+
+
+def fewer_axes_summed(have, want):
+    extra = have.ndim - want.ndim
+    if extra <= 0 or have.shape[extra:] != want.shape:
+        return False
+    return near(have.sum(axis=tuple(range(extra))), want)
+
+
+def assigned(have, want, before):
+    """Every entry is the expected one, or the expected minus what it held before (some)."""
+    if before is None or np.shape(before) != want.shape:
+        return False
+    scale = CLOSE * max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    same, overwritten = np.abs(have - want) <= scale, np.abs(have - want + before) <= scale
+    return bool(np.all(same | overwritten) and np.any(overwritten & ~same))
+
+
+def missing_term(have, want, inputs):
+    """"lacks ..."/"has ... too many" when want - have is one of the check's named terms
+    (inputs "term.<label>", from the reference's run), else "". A term missing is named
+    before a term alone (in a sum of two, the one is the other)."""
+    terms = [(key[5:], term) for key, term in inputs.items()
+             if key.startswith("term.") and "|" not in key and np.shape(term) == want.shape
+             and np.any(term)]
+    for label, term in terms:
+        if near(want - have, term):
+            return f"lacks exactly one term of its sum, {label}: is it left out?"
+    for label, term in terms:
+        if near(have - want, term):
+            return f"has exactly one term too many, {label}: is it added twice?"
+    for label, term in terms:
+        if near(have, term):
+            return (f"is one term of its sum only, {label}: are the others left out, "
+                    "or overwritten (= where += was meant)?")
+    return ""
+
+
+def known_slip(name, have, inputs):
+    """The cause of the first known slip of output `name` that `have` equals (inputs
+    "term.<name>|<cause>", from known_slips.py in the grader's reference run), else ""."""
+    for key, form in inputs.items():
+        output, _, cause = key[5:].partition("|")
+        if key.startswith("term.") and cause and output == name and near(have, form):
+            return cause
+    return ""
+
+
+def passed_through(have, inputs):
+    """The name of an input array (not a parameter, a prefilled gradient or a term) that
+    `have` equals, or ""."""
+    for key, given in inputs.items():
+        if "." not in key and np.shape(given) == have.shape and np.any(given) \
+                and near(have, np.asarray(given, dtype=float)):
+            return key
+    return ""
+
+
+def zero_message(what, name):
+    """The message of an array that is all zero where the expected one is not."""
+    child = name[5:].rpartition(".")[0] if name.startswith("grad.") else ""
+    if child:
+        return (f"your {what} is zero where the expected one is not: is the backward of "
+                f"{child} skipped, or was the result rebound to a new array instead of "
+                "written in place?")
+    return (f"your {what} is zero where the expected one is not: is a step missing, or "
+            "was the result rebound to a new array instead of written in place?")
+
+
+def error_hint(message):
+    """What a worker's error message suggests, or "": a += of an array with more axes than
+    the gradient it is added into (NumPy's own message; steps.located's says it already)."""
+    if "a sum over too few axes?" in message:
+        return ""
+    found = re.search(r"an array of shape (\(.*?\)) added into one of shape (\(.*?\))", message)
+    if found is not None:
+        added, into = found[1], found[2]
+    else:
+        found = re.search(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
+                          r"shape (\(.*?\))", message)
+        if found is None:
+            return ""
+        added, into = found[2], found[1]
+        return (f"an array of shape {added} added into a gradient of shape {into}: a sum "
+                "over too few axes?")
+    try:
+        more = len(ast.literal_eval(added)) > len(ast.literal_eval(into))
+    except (ValueError, SyntaxError, TypeError):
+        more = False
+    return "a sum over too few axes?" if more else ""
+
+
+def diagnose(what, name, want, have, inputs=None, args=None):
+    """A sentence on how `have` (the student's array `name`, called `what`) relates to the
+    expected `want`; `inputs`: the task's input arrays ("grad0.<param>": prefilled);
+    `args`: the task's arguments (its float ones name factors)."""
+    inputs, what = inputs or {}, what.removeprefix("the ")
+    if name == "dropout.draws" and have.shape == want.shape and np.all(have > want):
+        return ("dropout drew a new mask after forward: reuse the kept one (reapply, backward) "
+                "instead of calling forward again?")
+    if fewer_axes_summed(have, want):
+        return (f"your {what} has shape {have.shape}; summed over its extra leading axes it "
+                "agrees: a sum over too few axes?")
+    if have.shape != want.shape:
+        return ""
+    slip = known_slip(name, have, inputs)
+    if slip:
+        return f"your {what} is exactly what you get when {slip}"
+    term = missing_term(have, want, inputs)
+    if term:
+        return f"your {what} {term}"
+    c = factor_of(have, want)
+    if c is not None and abs(c) <= CLOSE:
+        return zero_message(what, name)
+    if c is not None:
+        return factor_message(what, c, want.shape, args)
+    if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
+        return f"your {what} is the transpose of the expected one (its last two axes swapped)"
+    before = inputs.get("grad0." + name[5:]) if name.startswith("grad.") else None
+    if assigned(have, want, before):
+        return (f"your {what} is the expected one minus what it held before: assigned (=) "
+                "instead of accumulated (+=)?")
+    m = masked(have, want)
+    if m is not None:
+        scale = "" if m == 1.0 else f" (and a constant factor of {m:.4g} elsewhere)"
+        return (f"your {what} differs only where the expected one is 0{scale}: "
+                "a mask not applied?")
+    given = passed_through(have, inputs)
+    if given:
+        source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
+        return (f"your {what} is {source}, passed on unchanged: is a step (a child's "
+                "backward, a scale, a mask) skipped?")
+    return ""
+
+
+def import_failure(message):
+    """"<path> does not import: SyntaxError at line N" for a worker's message of a file that
+    does not parse (the path as in the package when its name is unique there), else ""."""
+    found = NOT_PARSED.search(message)
+    if found is None:
+        return ""
+    same = sorted(PACKAGE.rglob(found["file"]))
+    path = same[0].relative_to(PACKAGE).as_posix() if len(same) == 1 else found["file"]
+    return f"{path} does not import: {found['kind']} at line {found['line']}"

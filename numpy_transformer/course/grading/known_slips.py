@@ -1,0 +1,166 @@
+"""Known slips: the arrays that common wrong answers give, for the diagnosis (diagnose.py).
+
+Teacher side only: these hold the parts' formulas, so no student copy and no grading
+worker has this file (make.py ships a list of files, runner.py copies another). The
+grader's reference run (parts.reference_results, with stand-ins) asks for them
+through steps.known_slips; each scenario passes what it built and drew. Two kinds:
+
+    "term.<label>"            one term of a sum the reference adds (the part that flows
+                              through the mean, the Jacobian's diagonal part, ...): a
+                              wrong array that lacks it, or has it twice, is named by it
+    "term.<output>|<cause>"   the whole array `output` as a named slip computes it (the
+                              derivative of another GELU form, the bias correction left
+                              out, the dropout's backward skipped, ...): a wrong array
+                              equal to it is named by `cause`
+
+None is ever compared for points (parts.compare skips "term." arrays); a cause names
+what went wrong in words, never the formula (the copy's leak test reads the messages).
+The models' slips (attention, the projections, the stacks): known_slips_models.py.
+"""
+
+import math
+
+import numpy as np
+
+from . import known_slips_models as models
+
+
+def slips(kind, context):
+    """{"term.<...>": array} of the task kind `kind` from the scenario's `context`."""
+    make = {**LAYERS, **models.MODELS}.get(kind)
+    if make is None:
+        return {}
+    return {f"term.{key}": np.asarray(value, dtype=float)
+            for key, value in make(**context).items()}
+
+
+def layernorm(layer, x, dout):
+    gamma, eps = layer.params["gamma"], layer.eps
+    mu = x.mean(axis=-1, keepdims=True)
+    r = 1.0 / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
+    xhat, g = (x - mu) * r, dout * gamma
+    through_mean = np.broadcast_to(-r * g.mean(axis=-1, keepdims=True), x.shape)
+    through_variance = -r * xhat * (g * xhat).mean(axis=-1, keepdims=True)
+    return {"the part that flows through the mean": through_mean,
+            "the part that flows through the variance": through_variance,
+            "dx.0|both parts, the one through the mean and the one through the variance, "
+            "are left out": r * g}
+
+
+def softmax(p, dp, axis):
+    coupled = -p * (dp * p).sum(axis=axis, keepdims=True)
+    found = {"the diagonal part of the Jacobian": p * dp,
+             "dx.0|only the diagonal of the softmax's Jacobian is used (each output of a row "
+             "depends on every input of that row)": dp * p * (1 - p)}
+    if axis not in (-1, p.ndim - 1):
+        found["dx.0|the sum runs over the last axis instead of the softmax's axis"] = (
+            p * (dp - (dp * p).sum(axis=-1, keepdims=True)))
+    return {"the part that couples the entries along the softmax's axis": coupled, **found}
+
+
+def gelu(x, dout):
+    C, A = math.sqrt(2.0 / math.pi), 0.044715
+    t = np.tanh(C * (x + A * x**3))
+    erf = np.vectorize(math.erf)(x / math.sqrt(2.0))
+    exact = 0.5 * (1.0 + erf) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    sig = 1.0 / (1.0 + np.exp(-1.702 * x))
+    other = ("the derivative of another GELU form is used ({}): close to, but not, the tanh "
+             "form's derivative")
+    return {
+        "dx.0|" + other.format("the exact one, with the error function"): dout * exact,
+        "dx.0|" + other.format("the sigmoid approximation"):
+            dout * (sig + 1.702 * x * sig * (1 - sig)),
+        "dx.0|the derivative of the inner cubic term is left out (the chain rule stops "
+        "one step early)": dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C),
+        "dx.0|the derivative of tanh is wrong (it is not one minus tanh)":
+            dout * (0.5 * (1 + t) + 0.5 * x * (1 - t) * C * (1 + 3 * A * x**2)),
+        "the part from differentiating the tanh (the product rule's second term)":
+            dout * 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x**2)}
+
+
+def embedding(layer, ids, dout, before):
+    grad = np.array(before, dtype=float)
+    grad[ids] += dout * layer.multiplier
+    return {"grad.weight|a repeated token id keeps only one of its rows (a fancy-index += "
+            "does not add repeated indices)": grad}
+
+
+def positional_encoding(max_len, d_model):
+    angles_of = lambda step: (np.arange(max_len, dtype=float)[:, None] * np.exp(
+        np.arange(0, d_model, step, dtype=float)[: (d_model + 1) // 2]
+        * -(math.log(10000.0) / d_model)))
+    found = {}
+    for cause, angles, first, second in (
+            ("sine and cosine are swapped (cosine in the even columns)", angles_of(2),
+             np.cos, np.sin),
+            ("the frequencies fall off half as fast as they should across the columns (the "
+             "exponent's column index is halved)", angles_of(1), np.sin, np.cos)):
+        pe = np.empty((max_len, d_model))
+        pe[:, 0::2] = first(angles)
+        pe[:, 1::2] = second(angles[:, : d_model // 2])
+        found[f"table|{cause}"] = pe
+    return found
+
+
+def cross_entropy(targets, dx, ignore_index, smoothing, vocab, dloss):
+    valid = np.ones(targets.shape, bool) if ignore_index is None else targets != ignore_index
+    counted = max(int(valid.sum()), 1)
+    found = {"dx.0|the ignored rows are counted in the average (it divides by every row)":
+             dx * counted / valid.size,
+             "dx.0|the average over the counted tokens is taken twice": dx / counted}
+    if smoothing:
+        scale = valid[..., None] * (float(dloss) / counted)
+        found["dx.0|the smoothing is spread over one class too few"] = (
+            dx + scale * (smoothing / vocab - smoothing / (vocab - 1)))
+    return found
+
+
+def adam(params, grads, steps, hyper, optimizer, decay):
+    """Whole runs of Adam's updates, each with one slip ({name: first value}, {(step, name):
+    gradient}; `optimizer` "Adam" or "AdamW", whose decay is the stand-in `decay`)."""
+    lr, (b1, b2) = hyper["lr"], hyper.get("betas", (0.9, 0.999))
+    eps = hyper.get("eps", 1e-8)
+    wd = hyper.get("weight_decay", 0.01 if optimizer == "AdamW" else 0.0)
+    coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
+
+    def run(p, name, first=True, second=True, kept=True, l2=coupled):
+        m, v, found = 0.0 * p, 0.0 * p, {}
+        for step in range(steps):
+            t, before = step + 1, p.copy()
+            if wd and optimizer == "AdamW":
+                decay(p, wd)
+            g = grads[step, name] + (wd * p if l2 else 0.0)
+            m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+            m_hat = m_new / (1 - b1**t) if first else m_new
+            v_hat = v_new / (1 - b2**t) if second else v_new
+            p -= lr * m_hat / (np.sqrt(v_hat) + eps)
+            m, v = (m_new, v_new) if kept else (m, v)
+            found[step] = p - before
+        return found
+    slips_ = {"the bias correction is left out": dict(first=False, second=False),
+              "only the first moment is bias-corrected": dict(second=False),
+              "only the second moment is bias-corrected": dict(first=False),
+              "the moments are not kept from one step to the next (the optimizer's state is "
+              "not updated in place)": dict(kept=False)}
+    if coupled:
+        slips_["the L2 weight decay is left out of the gradient"] = dict(l2=False)
+    if wd and optimizer == "AdamW":
+        slips_["the weight decay is also added to the gradient (AdamW's decay is decoupled "
+               "only)"] = dict(l2=True)
+    return {f"update.{step}.{name}|{cause}": update
+            for cause, slip in slips_.items() for name, p0 in params.items()
+            for step, update in run(np.array(p0, dtype=float), name, **slip).items()}
+
+
+def adamw_decay(p, lrs, weight_decay):
+    p, found = np.array(p, dtype=float), {}
+    for i, _ in enumerate(lrs):
+        change = -weight_decay * p
+        found[f"change.{i}|the learning rate is left out of the decay"] = change
+        p = p + change
+    return found
+
+
+LAYERS = {"layernorm": layernorm, "softmax": softmax, "gelu": gelu, "embedding": embedding,
+          "positional_encoding": positional_encoding, "cross_entropy": cross_entropy,
+          "adam": adam, "adamw_decay": adamw_decay}

@@ -1,0 +1,266 @@
+"""The steps the scenarios share (scenarios_layers.py, scenarios_models.py; table in harness.py).
+
+Importing a module of the package under test, setting parameters from a source, one
+forward and backward with the gradients it returns or adds, swapping functions of the
+package under test for stand-ins and back.
+
+An error raised inside the package under test (a shape mismatch, say) is reported
+where it happened (`graded`, which wraps every scenario): the same exception,
+its message the student's line, the arrays' shapes and the array being computed,
+
+    ValueError: line 57 of layers/linear.py: shapes (6, 4, 3) and (3, 4, 5) do not match
+    in a matrix product while computing dW; the line reads `dW = x.T @ dy`
+
+in place of NumPy's bare "matmul: Input operand 1 has a mismatch in its core dimension
+0 ...". The line comes last, after "; ": a student's report leaves out a clause that
+holds a formula (formulas.redact), and the student's own line may hold one.
+
+Harness code: imports nothing but the standard library, NumPy and the other harness
+files, because the worker loads it by path (worker.py).
+"""
+
+import ast
+import functools
+import importlib
+import linecache
+import os
+import re
+import sys
+
+import numpy as np
+
+
+class TaskError(Exception):
+    """A task that could not run as asked (a missing or mis-shaped array)."""
+
+
+def load(pkg, dotted):
+    """The module `dotted` of the package named `pkg`: load("numpy_transformer", "layers.linear").
+    A plain import: nothing of the package but the modules under test is needed."""
+    return importlib.import_module(f"{pkg}.{dotted}")
+
+
+def rng(seed):
+    """A generator for a module's own draws (its dropout masks, its initial weights)."""
+    return np.random.default_rng(seed)
+
+
+def set_parameters(module, source, scale=0.5):
+    """Every parameter of `module` from the source, by its dotted name."""
+    for name, param, _ in module.named_parameters():
+        param[...] = source.normal(f"param.{name}", param.shape, scale)
+
+
+def prefill_grads(module, source):
+    """Random values already in every gradient (what earlier backward calls added)."""
+    for name, _, grad in module.named_parameters():
+        grad[...] = source.normal(f"grad0.{name}", grad.shape)
+
+
+def grads(module):
+    """{"grad.<name>": copy} of every parameter gradient."""
+    return {f"grad.{name}": grad.copy() for name, _, grad in module.named_parameters()}
+
+
+def grad_arrays(module):
+    """{(id of the owning module, key): the gradient array itself}, to see replaced arrays."""
+    return {(id(m), k): g for _, m in module.named_modules() for k, g in m.grads.items()}
+
+
+def input_grads(returned, count):
+    """{"dx.0": ..., "dx.1": ...} from what a backward returned (one array or a tuple)."""
+    if not isinstance(returned, tuple):
+        returned = (returned,)
+    if len(returned) != count:
+        raise TypeError(f"backward returned {len(returned)} gradient(s), expected {count}")
+    return {f"dx.{i}": g for i, g in enumerate(returned)}
+
+
+def forward_backward(module, source, inputs, kwargs=None, count=None, prefill=False):
+    """forward(*inputs, **kwargs), backward(dout) with a drawn dout; returns the outputs:
+    "out", the input gradients "dx.i" and the parameter gradients "grad.<name>"."""
+    module.zero_grad()
+    if prefill:
+        prefill_grads(module, source)
+    before = grad_arrays(module)
+    out = module.forward(*inputs, **(kwargs or {}))
+    dout = source.normal("dout", np.shape(out))
+    returned = module.backward(dout)
+    after = grad_arrays(module)
+    found = {"out": out, **grads(module),
+             "inplace": np.array(after.keys() == before.keys()
+                                 and all(after[k] is g for k, g in before.items()))}
+    if count is not None:
+        found.update(input_grads(returned, count))
+    return found
+
+
+def known_slips(kind, standins, **context):
+    """{"term.<...>": array}: the arrays common slips give on this task (known_slips.py, for
+    the diagnosis), computed in the grader's reference run only: {} without stand-ins (the
+    local check) or where known_slips.py is absent (a student copy, a grading worker)."""
+    if standins is None:
+        return {}
+    try:
+        from . import known_slips as slip_arrays
+    except ImportError:
+        return {}
+    return slip_arrays.slips(kind, context)
+
+
+def swap(owner, name, value, undo):
+    """setattr(owner, name, value), remembering the old value in `undo` (restore())."""
+    undo.append((owner, name, getattr(owner, name)))
+    setattr(owner, name, value)
+
+
+def swap_everywhere(pkg, modules, name, value, undo):
+    """Replace the function `name` of load(pkg, modules[0]) by identity: every attribute of
+    every listed module that IS that function, whatever it is called there (a student may
+    import it by name, under another name, or call it through its module)."""
+    original = getattr(load(pkg, modules[0]), name)
+    for dotted in modules:
+        mod = load(pkg, dotted)
+        for attribute in [a for a, v in vars(mod).items() if v is original]:
+            swap(mod, attribute, value, undo)
+
+
+def restore(undo):
+    for owner, name, value in reversed(undo):
+        setattr(owner, name, value)
+
+
+HERE = os.path.dirname(os.path.realpath(__file__))      # the harness's own files
+BROADCAST = re.compile(r"operands could not be broadcast together with shapes (\S+) (\S+)")
+ADDED_INTO = re.compile(r"output operand with shape (\(.*?\)) doesn't match the broadcast "
+                        r"shape (\(.*?\))")
+MATMUL = re.compile(r"^matmul: ")
+
+
+def graded(scenario):
+    """`scenario`, its errors raised in the package under test re-raised with `located`'s
+    message (the same exception type); stubs and the harness's own errors unchanged."""
+    @functools.wraps(scenario)
+    def run(pkg, source, standins, **args):
+        try:
+            return scenario(pkg, source, standins, **args)
+        except (NotImplementedError, TaskError):
+            raise
+        except Exception as error:                                  # noqa: BLE001
+            text = located(error, pkg)
+            if not text:
+                raise
+            raise rebuilt(error, text) from error
+    return run
+
+
+def rebuilt(error, text):
+    """An exception of `error`'s type holding the message `text`, or of the nearest base type
+    whose message is `text` (NumPy's MemoryError wants a shape and a dtype; a KeyError
+    quotes its message)."""
+    for kind in type(error).__mro__:
+        try:
+            again = kind(text)
+        except Exception:                                           # noqa: BLE001
+            continue
+        if str(again) == text:
+            return again
+    return RuntimeError(text)
+
+
+def student_frame(error, pkg):
+    """(frame, line number, path in the package) of the innermost frame of `error`'s
+    traceback in a file of the package `pkg` other than the harness's, or None. A frame
+    whose line is a `raise` (a helper's own clear error, such as "backward called before
+    forward") gives way to the line that called it."""
+    module = sys.modules.get(pkg)
+    if module is None or not getattr(module, "__file__", None):
+        return None
+    root, found, tb = os.path.dirname(os.path.realpath(module.__file__)), [], error.__traceback__
+    while tb is not None:
+        path = os.path.realpath(tb.tb_frame.f_code.co_filename)
+        if path.startswith(root + os.sep) and not path.startswith(HERE + os.sep):
+            found.append((tb.tb_frame, tb.tb_lineno,
+                          os.path.relpath(path, root).replace(os.sep, "/")))
+        tb = tb.tb_next
+    called = [f for f in found if not linecache.getline(
+        f[0].f_code.co_filename, f[1]).lstrip().startswith("raise ")]
+    return (called or found or [None])[-1]
+
+
+def located(error, pkg):
+    """"line N of <file>, `<source>`: <what went wrong> while computing <target>" for an error
+    raised in the package under test, or "" when none of its lines is in the traceback."""
+    found = student_frame(error, pkg)
+    if found is None:
+        return ""
+    frame, lineno, path = found
+    source = linecache.getline(frame.f_code.co_filename, lineno).strip()
+    shown = source if len(source) <= 70 else source[:67] + "..."
+    what = mismatch(str(error), source, frame) or str(error)[:150]
+    target = computing(source)
+    return (f"line {lineno} of {path}: {what}" + (f" while computing {target}" if target else "")
+            + f"; the line reads `{shown}`")
+
+
+def tidy(shape):
+    """"(3, 5)" for NumPy's "(3,5)"; the text itself when it is no shape."""
+    try:
+        return str(tuple(ast.literal_eval(shape)))
+    except (ValueError, SyntaxError, TypeError):
+        return shape
+
+
+def mismatch(message, source, frame):
+    """What NumPy's shape error `message` says, with the shapes, or ""."""
+    if BROADCAST.search(message):
+        a, b = BROADCAST.search(message).groups()
+        return f"shapes {tidy(a)} and {tidy(b)} do not match"
+    if ADDED_INTO.search(message):
+        into, added = (tidy(a) for a in ADDED_INTO.search(message).groups())
+        more = len(ast.literal_eval(added)) > len(ast.literal_eval(into))
+        return (f"an array of shape {added} added into one of shape {into}"
+                + (" (a sum over too few axes?)" if more else ""))
+    if MATMUL.search(message):
+        shapes = matmul_shapes(source, frame)
+        return (f"shapes {shapes[0]} and {shapes[1]} do not match in a matrix product"
+                if shapes else "the inner sizes of a matrix product do not match")
+    return ""
+
+
+def matmul_shapes(source, frame):
+    """The shapes of the two sides of the first `a @ b` in `source` whose sides are plain
+    names, attributes, items or transposes (evaluated in `frame`), that do not fit; or None."""
+    try:
+        tree = ast.parse(source.rstrip(":"), mode="exec")
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            sides = [node.left, node.right]
+            if any(isinstance(n, ast.Call) for side in sides for n in ast.walk(side)):
+                continue
+            try:
+                a, b = (np.shape(eval(compile(ast.Expression(side), "<line>", "eval"),
+                                      frame.f_globals, frame.f_locals)) for side in sides)
+            except Exception:                                       # noqa: BLE001
+                continue
+            if a and b and a[-1] != b[-2 if len(b) > 1 else 0]:
+                return str(tuple(a)), str(tuple(b))
+    return None
+
+
+def computing(source):
+    """The array a line of code computes: its assignment's target, "the returned value", or
+    "" (a line that does not parse alone, or assigns nothing)."""
+    try:
+        [statement] = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return ""
+    if isinstance(statement, ast.Assign):
+        return " = ".join(ast.get_source_segment(source, t) for t in statement.targets)
+    if isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+        return ast.get_source_segment(source, statement.target)
+    if isinstance(statement, ast.Return):
+        return "the returned value"
+    return ""
