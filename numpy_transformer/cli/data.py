@@ -14,6 +14,7 @@ import urllib.parse
 from ..errors import InputError
 from ..validation import message
 from ..data.download import DATASETS, GITHUB, check_out, fetch, read_manifest
+from ..training.progress import progress_bar
 from .options import add_common, raw_formatter
 
 ABOUT = {"shakespeare": "the README's character LMs (about 20 and 49 min on 2 cores)",
@@ -75,16 +76,8 @@ def run_data(args):
 
 def progress(name, total, done):
     """A tqdm byte bar on a terminal (or in Jupyter), else a line at each quarter of a file."""
-    try:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=done, desc=name, unit="B", unit_scale=True,
-                   unit_divisor=1024, dynamic_ncols=True, disable=None)
-        if not bar.disable:
-            return bar
-        bar.close()
-    except ImportError:
-        pass
-    return QuarterLines(name, total, done)
+    bar = progress_bar(total, done, desc=name, unit="B", unit_scale=True, unit_divisor=1024)
+    return bar if bar is not None else QuarterLines(name, total, done)
 
 
 class QuarterLines:

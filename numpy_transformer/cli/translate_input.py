@@ -23,6 +23,7 @@ from ..data import get_task
 from ..errors import InputError
 from ..system.files import check_writable_folder
 from ..training.metrics import decode_batches
+from ..training.progress import progress_bar
 from ..validation import message
 from .configs import data_config
 from .options import positive_int
@@ -161,7 +162,8 @@ def _translations(model, tgt_tok, seqs, args):
     """The output lines of `seqs`, window by window in input order (an empty input gives
     an empty line); a progress bar on a terminal when there are several batches."""
     size = args.batch_size * WINDOW
-    bar = _progress_bar(len(seqs)) if len(seqs) > args.batch_size else None
+    bar = progress_bar(len(seqs), unit="line", file=sys.stderr) \
+        if len(seqs) > args.batch_size else None
     try:
         for start in range(0, len(seqs), size):
             window = seqs[start:start + size]
@@ -178,16 +180,6 @@ def _translations(model, tgt_tok, seqs, args):
     finally:
         if bar is not None:
             bar.close()
-
-
-def _progress_bar(total):
-    """A tqdm bar of lines on stderr (a terminal only), or None without tqdm."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    bar = tqdm(total=total, unit="line", dynamic_ncols=True, disable=None, file=sys.stderr)
-    return None if bar.disable else bar
 
 
 @contextlib.contextmanager
