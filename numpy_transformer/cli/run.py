@@ -6,8 +6,8 @@ then the task's or the corpus's), `--quick`, then the options given (a
 file's values on the parsed options where none was typed). The
 resolved settings (named as the configurations' fields) become the typed
 configurations once (configs.py), which the checkpoints save. A `--resume CKPT`
-reuses the configurations saved in the checkpoint (only RESUMABLE settings may
-change), so `--resume CKPT` alone continues any run.
+reuses the configurations saved in the checkpoint (resuming.py: only its RESUMABLE
+settings may change), so `--resume CKPT` alone continues any run.
 
 Under `mpiexec -n N` both commands train data-parallel (training/distributed.py):
 every rank runs the command; rank 0 alone prints, claims the run folder, writes
@@ -20,24 +20,18 @@ import sys
 import time
 from functools import partial
 
-from ..checkpoint import KINDS, load_checkpoint, run_kind
-from ..validation import message
-from ..errors import InputError
 from ..system.sizes import check_fits, training_bytes
 from ..training import Checkpointer, TrainConfig, Trainer
 from ..training.distributed import DataParallelTrainer
 from ..training.mpi_world import launched_size, on_root, silence, world
 from ..training.signals import EXIT_STATUS
 from ..training.tensorboard import TensorBoardLog, close_logs
-from .data_files import FILES, as_typed, find_data, record_digests
+from .data_files import as_typed, record_digests
 from .config_file import sources
-from .configs import config_from, saved_settings
+from .configs import config_from
 from .outputs import check_figures_folder, check_name
+from .resuming import continue_command, launcher, resumed_settings
 from .sessions import session_line, with_this_one, with_wall_times
-
-RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
-             "keep_last")
-COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 
 
 def resolve_settings(args, kind, names, presets, quick):
@@ -47,7 +41,7 @@ def resolve_settings(args, kind, names, presets, quick):
         if name in explicit:
             check_name(f"--{name}", explicit[name])
     if args.resume:
-        return _resumed_settings(args, kind, names, explicit)
+        return resumed_settings(args, kind, names, explicit)    # resuming.py
     settings = dict.fromkeys(names)
     for preset in presets + ([quick] if args.quick else []):
         settings.update(preset)
@@ -64,78 +58,6 @@ def resolve_settings(args, kind, names, presets, quick):
     if settings.get("figures") and not args.no_figures:     # refused now, not after training
         check_figures_folder(settings["figures"], overwrite=args.overwrite)
     return settings, None
-
-
-def continue_command(kind, path, *more):
-    """The command line, quoted for a shell, that continues a run of `kind` from the
-    checkpoint `path` (with `more` options; under `mpiexec -n N` when launched so)."""
-    return (f"{launcher()}python -m numpy_transformer {COMMANDS[kind]} "
-            + shlex.join(["--resume", str(path), *map(str, more)]))
-
-
-def launcher():
-    """'mpiexec -n N ' when an MPI launcher started N > 1 processes, else ''."""
-    size = launched_size()
-    return f"mpiexec -n {size} " if size > 1 else ""
-
-
-def _refuse_average(path, ckpt, kind):
-    """An average (written by `average`) has no optimizer or data state: say what to do."""
-    sources = ckpt.metadata.get("averaged_from")
-    if not sources:
-        return
-    use = "generate" if kind == "lm" else "evaluate"
-    last = os.path.join(os.path.dirname(str(sources[-1])), "last.npz")
-    run = continue_command(kind, last) if os.path.isfile(last) else "--resume with the " \
-        "run's last.npz"
-    raise InputError(f"--resume: {path} is an average of checkpoints (written by `average`), "
-                     f"which cannot be resumed (it holds no optimizer or data state); use it "
-                     f"with: python -m numpy_transformer {use} --checkpoint "
-                     f"{shlex.quote(str(path))}, or continue the run itself: {run}")
-
-
-def _resumed_settings(args, kind, names, explicit):
-    ckpt = load_checkpoint(args.resume)
-    found = run_kind(ckpt)
-    if found != kind:
-        raise InputError(message("--resume", KINDS[kind], f"{args.resume}, {KINDS[found]}; "
-                                 f"continue it with: {continue_command(found, args.resume)}"))
-    _refuse_average(args.resume, ckpt, kind)
-    saved = saved_settings(ckpt, args.resume)
-    ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
-                     and explicit[k] != saved.get(k))
-    if ignored:
-        files = sources(args)           # a value from a --config file is named with it
-        print(f"note: resuming with the checkpoint's settings; ignoring "
-              f"{', '.join(ignored_option(k, files) for k in ignored)}")
-    kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
-    settings = {**saved, "out": os.path.dirname(args.resume) or ".", **kept}   # as typed
-    step = int(ckpt.metadata.get("step", 0))
-    if step >= settings["steps"] and "steps" in kept:     # not "finished (step 194 of 50)"
-        more = () if step < saved.get("steps", 0) else ("--steps", 2 * step)
-        raise InputError(message("--steps", f"more than {step}, the step {args.resume} "
-                                 f"reached (the run trains up to --steps)", settings["steps"])
-                         + f"; nothing to train: continue it with "
-                         f"{continue_command(kind, args.resume, *more)}")
-    if step >= settings["steps"]:
-        raise InputError(f"--resume: the run in {args.resume} is finished (step {step} of "
-                         f"{settings['steps']}); to train it further, give a larger --steps: "
-                         f"{continue_command(kind, args.resume, '--steps', 2 * step)}")
-    settings["no_figures"] = figures_off(args, saved, explicit)
-    find_data(settings, explicit, args.resume, COMMANDS[kind])
-    return settings, ckpt
-
-
-def ignored_option(name, files):
-    """'--d-model', or '--d-model (from configs/x.toml)' for a value from a --config file."""
-    option = "--" + name.replace("_", "-")
-    return f"{option} (from {files[name]})" if name in files else option
-
-
-def figures_off(args, saved, explicit):
-    """A resumed run draws no figures if it started with --no-figures (unless given
-    --figures DIR now) or is given --no-figures now."""
-    return bool(args.no_figures or saved.get("no_figures") and "figures" not in explicit)
 
 
 def check_memory(config, settings, sequence_length):
