@@ -18,23 +18,22 @@ string "<pad>" inside a text is just an unknown word.
 
 Tokenizers are saved as JSON (never pickle) so that loading one runs no code;
 the JSON names the tokenizer's type (CharTokenizer, WordTokenizer, or
-BPETokenizer of data/bpe.py: subwords learned by byte-pair encoding).
+BPETokenizer of data/bpe.py: subwords learned by byte-pair encoding), and is
+checked field by field when read (tokenizer_file.py).
 """
 
 import json
-import os
 import operator
 from collections import Counter
 from pathlib import Path
 
 from ..backend import to_numpy
-from ..system.files import read_regular
 from ..validation import check_integer, message
 from ..errors import InputError, InputTypeError
+from .tokenizer_file import FORMAT_VERSION, checked_fields, read_tokenizer_json
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
-FORMAT_VERSION = 1
 
 
 class Tokenizer:
@@ -208,50 +207,16 @@ class Tokenizer:
         `Tokenizer.load` returns whichever kind the file holds;
         `CharTokenizer.load` insists on a CharTokenizer.
         """
-        path = Path(path)
-        if not os.path.lexists(path):
-            raise FileNotFoundError(message("path", "an existing tokenizer file",
-                                            repr(str(path))))
-        try:
-            text = read_regular(path, str(path)).decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise InputError(message(str(path), "a readable UTF-8 JSON file", repr(err))) from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            where = f"{err.msg} at line {err.lineno} column {err.colno}"
-            raise InputError(message(str(path), "valid JSON", where)) from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_tokenizer_json(path), source=str(Path(path)))
 
     @classmethod
     def from_dict(cls, data, source="data"):
-        """Rebuild a tokenizer from `to_dict()` output, checking every field."""
-        if not isinstance(data, dict):
-            raise InputError(message(source, "a JSON object", type(data).__name__))
-        kinds = Tokenizer.kinds
-        kind = data.get("type")
-        if kind not in kinds:
-            raise InputError(message(f"{source}: type", f"one of {tuple(kinds)}", repr(kind)))
-        if cls is not Tokenizer and kinds[kind] is not cls:
-            raise InputError(message(f"{source}: type", repr(cls.__name__), repr(kind)))
-        if data.get("version") != FORMAT_VERSION:
-            raise InputError(message(f"{source}: version", FORMAT_VERSION,
-                                     repr(data.get("version"))))
-        symbols = data.get("symbols")
-        if not isinstance(symbols, list) or tuple(symbols[:4]) != SPECIAL_TOKENS:
-            raise InputError(message(f"{source}: symbols",
-                                     f"a list starting with {list(SPECIAL_TOKENS)}",
-                                     repr(symbols)[:80]))
-        settings = {}
-        for key, ok in (("lowercase", lambda v: isinstance(v, bool)),
-                        ("min_freq", lambda v: type(v) is int and v >= 1),
-                        ("max_size", lambda v: v is None or (type(v) is int and v >= 1))):
-            if key not in data or not ok(data[key]):
-                raise InputError(message(f"{source}: {key}", "a valid setting",
-                                         repr(data.get(key, "missing"))))
-            settings[key] = data[key]
+        """Rebuild a tokenizer from `to_dict()` output, checking every field
+        (tokenizer_file.py)."""
+        kind, settings = checked_fields(data, source, Tokenizer.kinds,
+                                        None if cls is Tokenizer else cls, SPECIAL_TOKENS)
         try:
-            return kinds[kind]._rebuild(symbols[4:], settings, data, source)
+            return kind._rebuild(data["symbols"][len(SPECIAL_TOKENS):], settings, data, source)
         except (TypeError, ValueError) as err:     # name the file once
             text = str(err)
             raise InputError(text if text.startswith(f"{source}: ") else f"{source}: {text}") \
