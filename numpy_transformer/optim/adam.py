@@ -24,9 +24,13 @@ import functools
 from ..backend import xp
 from ..validation import message
 from ..validation import check_nonnegative, check_positive, check_unit_interval
-from . import fast as fast_forms
 from .base import Optimizer
 from ..errors import InputTypeError
+
+try:            # absent from a student copy that stubs part adam (fast.py's FAST_FORM_OF)
+    from . import fast as fast_forms
+except ImportError:
+    fast_forms = None
 
 
 class Adam(Optimizer):
@@ -34,7 +38,8 @@ class Adam(Optimizer):
 
     State per parameter: exp_avg (m) and exp_avg_sq (v), shaped like the parameter.
     fast: step() runs optim/fast.py's `adam_update` in place of `_update` (the same
-    numbers to rounding, in two scratch buffers; the Trainer's choice).
+    numbers to rounding, in two scratch buffers; the Trainer's choice), where the package
+    has it (a student copy that stubs part adam runs the plain `_update`, the student's).
     """
 
     buffer_names = ("exp_avg", "exp_avg_sq")
@@ -47,7 +52,7 @@ class Adam(Optimizer):
         self.fast, self.num_scratch = fast, 2 if fast else 0
         super().__init__(model, param_groups, lr=lr, betas=betas, eps=eps,
                          weight_decay=weight_decay)
-        if fast:                                      # chosen once, here
+        if fast and fast_forms is not None:          # chosen once, here
             self._update = functools.partial(fast_forms.adam_update, self)
 
     def _configure(self, lr, betas, eps, weight_decay):

@@ -4,7 +4,7 @@
                                   of the parts' formulas give way to what to derive
     strip_prose(lines, parts)     lines of prose (a lesson's markdown): the same, by line
     where_hint(region)            a stub's hint: where to read up, not what to write
-    strip_fast_forms(package, parts)  the parts' fast forms (FAST_FORMS) become their plain call
+    drop_fast_forms(package, parts)   the files that are the parts' fast forms leave the copy
 
 A lesson's paragraph that states a formula may carry its student copy's question, a line
 `<!-- student: What does ...? -->` inside the paragraph (hidden when the reference is
@@ -34,10 +34,6 @@ STUDENT = re.compile(r"^\s*<!-- student(?: (\w+))?:\s?(.*?)\s*-->\s*$")   # a co
 UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
 # A part's fast forms, (file, function, its plain call): named drop-ins that compute the
 # part's answer another way, for training. A copy that stubs the part holds none of them.
-FAST_FORMS = {
-    "adam": [("optim/fast.py", "adam_update",
-              "return type(optimizer)._update(optimizer, p, g, state, scratch, weight_decay)")],
-}
 
 
 def derive(parts, indent="", what=None):
@@ -214,29 +210,36 @@ def strip_notebook(path, parts):
     path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def strip_fast_forms(package, parts):
-    """Each fast form of `parts` (FAST_FORMS) in the copy's `package` keeps its signature, and
-    its body becomes the call of the plain form: the student's code, where the part is stubbed."""
-    for part in parts:
-        for path, name, call in FAST_FORMS.get(part, ()):
-            file = Path(package) / path
-            lines = file.read_text(encoding="utf-8").split("\n")
-            node = next(n for n in ast.parse("\n".join(lines)).body
-                        if isinstance(n, ast.FunctionDef) and n.name == name)
-            indent = " " * node.body[0].col_offset
-            lines[node.body[0].lineno - 1:node.end_lineno] = [
-                f'{indent}"""The plain form: this copy stubs part {part}, so it holds no fast form."""',
-                indent + call]
-            file.write_text("\n".join(lines), encoding="utf-8")
+def fast_forms(package):
+    """{path: part} for each file of the package that is a graded part's fast form: it says
+    so at its top level, `FAST_FORM_OF = "part"` (optim/fast.py: part adam)."""
+    found = {}
+    for path in sorted(Path(package).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "FAST_FORM_OF" not in text:
+            continue
+        for node in ast.parse(text).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and getattr(node.targets[0], "id", None) == "FAST_FORM_OF"):
+                found[path.relative_to(package).as_posix()] = ast.literal_eval(node.value)
+    return found
+
+
+def drop_fast_forms(package, parts):
+    """Leave out of the copy's `package` each fast form of `parts` (it computes the part's
+    answer); the core then runs the plain form, the student's."""
+    for path, part in fast_forms(package).items():
+        if part in parts:
+            (Path(package) / path).unlink()
 
 
 def strip_copy(root, parts):
     """Strip `parts`' formulas from every .py file and lesson of the copy at `root`, and
-    their fast forms (strip_fast_forms)."""
+    their fast forms (drop_fast_forms)."""
     root = Path(root)
     if not parts:
         return
-    strip_fast_forms(root / "numpy_transformer", parts)
+    drop_fast_forms(root / "numpy_transformer", parts)
     for path in sorted((root / "numpy_transformer").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         if formula_hits(text, parts):

@@ -10,9 +10,11 @@ points elsewhere breaks the promise that each part is graded on its own (the
 tests grade every mistake: tests/course/test_assignment.py, test_assignment_grader.py).
 
 Where a function has several mistakes, each is written as one change (`wrong`)
-of the catalogue's own right body of it (right_bodies.py: the reference's math,
-fewer comments; the tests check that each scores full marks). The catalogue
-stays in the teacher's package (it quotes the solutions).
+of its right body, read from the core's source (right_bodies.py): `old` and `new`
+are compared and written as parsed code (`canonical`), so the core's layout and
+comments do not matter, and a mistake whose code the core no longer holds stops
+the catalogue with its name. The catalogue stays in the teacher's package (it
+quotes the solutions).
 
 Each mistake also says the words its part's message must hold for its cause to
 count as named (`cause`, from mistake_causes.py): the diagnosis (diagnose.py,
@@ -29,7 +31,7 @@ from pathlib import Path
 from ..copies.make import package_regions
 from ..copies.markers import write_region_bodies
 from .mistake_causes import CAUSES
-from .right_bodies import RIGHT
+from .right_bodies import RIGHT, canonical
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,9 @@ class Mistake:
 
 
 def wrong(name, part, function, description, old, new):
-    """The mistake `name`: the catalogue's right body of `function` (right_bodies.py) with
-    the text `old` (found there exactly once) changed into `new`."""
-    right = RIGHT[function]
+    """The mistake `name`: the right body of `function` (right_bodies.py) with the code `old`
+    (found there exactly once) changed into `new`, both read as parsed code (canonical)."""
+    right, old, new = RIGHT[function], canonical(old), canonical(new)
     if right.count(old) != 1:
         raise ValueError(f"mistake {name}: {old!r} occurs {right.count(old)} times in the "
                          f"right body of {function}, expected once")
@@ -71,7 +73,7 @@ ATTENTION = "scaled_dot_product_attention_backward"
 NEW_KINDS = [       # the kinds issue 37 asked for: wrong math, and errors of shape
     wrong("layernorm_missing_both_terms", "layernorm", "LayerNorm.backward",
           "LayerNorm: both terms that depend on the mean and the variance are missing",
-          "(g - mean_g - xhat * mean_g_xhat) * r", "g * r"),
+          "dx = g - mean_g\ndx -= xhat * mean_g_xhat", "dx = g"),
     Mistake("softmax_missing_diagonal", "softmax", "softmax_backward",
             "softmax backward keeps the coupling term only, the Jacobian's diagonal is missing",
             "return -p * fast.sum(dp * p, axis=axis, keepdims=True)"),
@@ -120,12 +122,12 @@ MISTAKES = [
     wrong("linear_overwrites", "linear", "Linear.backward",
           "Linear: parameter gradients overwritten (=) instead of accumulated (+=)",
           'self.grads["weight"] += x2.T', 'self.grads["weight"] = x2.T'),
-    wrong("tied_linear_overwrites", "linear", "Linear.backward",
+    wrong("tied_linear_overwrites", "linear", "TiedLinear.backward",
           "TiedLinear: the shared gradient overwritten, dropping the embedding's part",
           'self.grads["weight"] += dy2.T', 'self.grads["weight"][...] = dy2.T'),
     wrong("layernorm_missing_term", "layernorm", "LayerNorm.backward",
           "LayerNorm: the xhat * mean(g * xhat) term of the input gradient is missing",
-          " - xhat * mean_g_xhat", ""),
+          "dx -= xhat * mean_g_xhat", ""),
     Mistake("softmax_elementwise", "softmax", "softmax_backward",
             "softmax backward uses the output elementwise, p (1 - p) dp, not the "
             "Jacobian-vector product", "return dp * p * (1 - p)"),
@@ -158,7 +160,7 @@ MISTAKES = [
           "Adam: only the first moment is bias-corrected", "v / (1 - b2**t)", "v"),
     wrong("attention_key_scale_forgotten", "attention", "scaled_dot_product_attention_backward",
           "attention: the 1/sqrt(d_k) scale is forgotten in the key gradient",
-          "attn) * scale\ndq = dscores @ k", "attn)\ndq = dscores @ k * scale"),
+          "dscores *= scale\ndq = dscores @ k", "dq = dscores @ k * scale"),
     wrong("attention_divides_by_batch", "attention", "scaled_dot_product_attention_backward",
           "attention: the query and key gradients divided by the batch size",
           "dq = dscores @ k\ndk = dscores.swapaxes(-1, -2) @ q",
@@ -185,7 +187,8 @@ MISTAKES = [
             "for layer in reversed(self.layers):\n    dout = layer.backward(dout)\nreturn dout"),
     wrong("decoder_memory_last_layer_only", "decoder_stack", "Decoder.backward",
           "decoder: passes back the memory gradient of its last layer only",
-          "sum(dmemories)", "dmemories[0]"),
+          "dmemory = dmem if dmemory is None else dmemory + dmem",
+          "dmemory = dmem if dmemory is None else dmemory"),
     wrong("decoder_block_memory_keys_only", "decoder_stack", "DecoderBlock.backward",
           "decoder block: the memory gradient keeps the keys' part only (dk, not dk + dv)",
           "dmemory = dk + dv", "dmemory = dk"),
@@ -197,7 +200,7 @@ MISTAKES = [
           "fast.sum((dy * xhat).reshape(-1, D), axis=0)", "fast.sum(dy * xhat, axis=0)"),
     wrong("layernorm_missing_mean_term", "layernorm", "LayerNorm.backward",
           "LayerNorm: the mean(g) term of the input gradient is missing",
-          "(g - mean_g - ", "(g - "),
+          "dx = g - mean_g", "dx = g"),
     Mistake("softmax_ignores_axis", "softmax", "softmax_backward",
             "softmax backward sums over the last axis whatever `axis` says",
             "return p * (dp - fast.sum(dp * p, axis=-1, keepdims=True))"),
@@ -240,13 +243,13 @@ MISTAKES = [
           "dv = dropped.swapaxes", "dv = attn.swapaxes"),
     wrong("mla_returns_dv", "mla", "MultiHeadLatentAttention.project_backward",
           "latent attention: returns dV as the value gradient (v is k: it must be zeros)",
-          "dk, xp.zeros_like(dk)", "dk, dV"),
+          "dk, xp.zeros_like(dk))", "dk, dV)"),
     wrong("feedforward_skips_activation", "feedforward", "FeedForward.backward",
           "FeedForward: the activation's backward is skipped",
           "dh = self.activation.backward(dh)\n", ""),
     wrong("embedding_forgets_multiplier", "embedding", "Embedding.backward",
           "Embedding: the sqrt(D) factor of forward is left out of the gradient",
-          " * self.multiplier", ""),
+          "dy * self.multiplier", "dy"),
     wrong("cross_entropy_counts_ignored_rows", "cross_entropy", "CrossEntropyLoss.backward",
           "cross-entropy: ignored rows counted in the denominator (divides by all N rows)",
           "max(self.num_tokens, 1)", "max(valid.size, 1)"),
@@ -255,10 +258,10 @@ MISTAKES = [
           "valid.astype(p.dtype)", "xp.ones(valid.shape, dtype=p.dtype)"),
     wrong("adam_ignores_l2_decay", "adam", "Adam._update",
           "Adam: the L2 weight decay (g + wd p) is left out",
-          "if wd and not self.decoupled:", "if False:"),
+          "g = g + wd * p", "g = g"),
     wrong("adamw_also_l2_decay", "adam", "Adam._update",
           "AdamW also adds the L2 term into the gradient (decay both decoupled and coupled)",
-          "if wd and not self.decoupled:", "if wd:"),
+          "wd and not self.decoupled", "wd"),
     Mistake("adamw_decay_rebinds", "adamw", "AdamW.decay",
             "AdamW: the decay rebinds p (p = p * ...) instead of shrinking it in place",
             "p = p * (1 - self.lr * weight_decay)"),
@@ -270,7 +273,7 @@ MISTAKES = [
           "dh = self.feed_forward.backward(df)", "dh = df"),
     wrong("decoder_memory_overwritten", "decoder_stack", "Decoder.backward",
           "decoder: dmemory overwritten by each block instead of summed across the blocks",
-          "sum(dmemories)", "dmemories[-1]"),
+          "dmemory = dmem if dmemory is None else dmemory + dmem", "dmemory = dmem"),
 ] + NEW_KINDS
 
 
