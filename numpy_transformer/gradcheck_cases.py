@@ -5,7 +5,7 @@ every case) and the `gradcheck` command (tools/gradcheck_report.py prints a repo
 of every case; run in a student's copy, whose package this then is, it reports
 stubbed parts as not implemented). The assignment grader does not use finite
 differences: it compares a student's arrays with the reference's
-(course/assignment/scenarios_*.py). A case builds its module and inputs with
+(course/grading/scenarios_*.py). A case builds its module and inputs with
 random vector parameters (`perturb`) so that zero biases and unit gains hide no
 bug, and every axis its own size so that a swapped axis fails.
 
@@ -29,7 +29,8 @@ from .layers import (GELU, Dropout, Embedding, FeedForward, LayerNorm, Linear, L
 from .layers.attention import (scaled_dot_product_attention,
                                scaled_dot_product_attention_backward)
 from .masks import make_causal_mask
-from .models import GPT, Decoder, Encoder, GPTConfig, TransformerConfig, build_transformer
+from .models import (GPT, BlockConfig, Decoder, Encoder, GPTConfig, TransformerConfig,
+                     build_transformer)
 from .module import Module
 
 
@@ -115,14 +116,14 @@ def make_mla(rng, dropout=0.0):
 
 def stack_case(rng, decoder, norm_first, attention):
     """An Encoder or Decoder of 2 blocks (D=8, H=2, F=12) and its inputs."""
-    kw = dict(num_layers=2, d_model=8, num_heads=2, d_ff=12, dropout=0.0,
-              norm_first=norm_first, attention=attention, rng=rng)
+    block = BlockConfig(d_model=8, num_heads=2, d_ff=12, dropout=0.0, norm_first=norm_first,
+                        attention=attention)
     x, memory = rand(rng, 2, 3, 8), rand(rng, 2, 4, 8)
     pad = padding(2, 4, 3)
     if decoder:
-        return (perturb(Decoder(**kw), rng), (x, memory),
+        return (perturb(Decoder(block, 2, rng=rng), rng), (x, memory),
                 {"src_mask": pad, "tgt_mask": make_causal_mask(3)})
-    return perturb(Encoder(**kw), rng), (memory,), {"mask": pad}
+    return perturb(Encoder(block, 2, rng=rng), rng), (memory,), {"mask": pad}
 
 
 def transformer_case(rng, norm_first, attention, shared=False):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..validation import check_choice, check_float_array, check_integer, check_unit_interval
+from ..validation import check_choice, check_float_array, check_integer
 from ..module import Module
 from .activations import GELU, ReLU
 from .dropout import Dropout
@@ -31,7 +31,6 @@ class FeedForward(Module):
         super().__init__()
         check_integer(d_model, "d_model")
         check_integer(d_ff, "d_ff")
-        check_unit_interval(dropout, "dropout")
         check_choice(activation, "activation", tuple(ACTIVATIONS))
         rng = rng if rng is not None else np.random.default_rng()
         self.d_model, self.d_ff, self.activation_name = d_model, d_ff, activation
@@ -39,7 +38,7 @@ class FeedForward(Module):
         # ReLU may work in place: nothing else keeps linear_1's output (linear_1 keeps
         # its input), and the hidden gradients are fresh arrays of linear_2's backward.
         self.activation = ReLU(inplace=True) if activation == "relu" else GELU()
-        self.dropout = Dropout(dropout, rng=rng)
+        self.dropout = Dropout(dropout, rng=rng, name="dropout")      # checks the rate
         self.linear_2 = Linear(d_ff, d_model, rng=rng)
 
     def forward(self, x):

@@ -1,6 +1,5 @@
 """Residual connection around a sublayer, with layer norm after (paper) or before."""
 
-from ..validation import check_unit_interval
 from ..module import Module
 from .dropout import Dropout
 from .normalization import LayerNorm
@@ -35,10 +34,9 @@ class SublayerConnection(Module):
 
     def __init__(self, d_model, dropout=0.0, norm_first=False, *, rng=None):
         super().__init__()
-        check_unit_interval(dropout, "dropout")
         self.d_model, self.norm_first = d_model, bool(norm_first)
         self.norm = LayerNorm(d_model)
-        self.dropout = Dropout(dropout, rng=rng)
+        self.dropout = Dropout(dropout, rng=rng, name="dropout")      # checks the rate
 
     def enter(self, x):
         """h, the sublayer's input: LayerNorm(x) (pre-norm) or x itself (post-norm)."""

@@ -1,6 +1,6 @@
 """Models built from the layers: encoder and decoder stacks, the Transformer, a GPT."""
 
-from .config import GPTConfig, TransformerConfig
+from .config import BlockConfig, GPTConfig, TransformerConfig
 from .decoder import Decoder, DecoderBlock
 from .encoder import Encoder, EncoderBlock
 from .gpt import GPT

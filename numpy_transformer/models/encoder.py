@@ -5,7 +5,7 @@ from ..layers.normalization import LayerNorm
 from ..layers.residual import SublayerConnection
 from ..kv_cache import layer_cache
 from ..module import Module
-from .sublayers import make_attention, sublayer_dropouts
+from .sublayers import make_attention
 
 
 class EncoderBlock(Module):
@@ -22,16 +22,15 @@ class EncoderBlock(Module):
     Shapes: x (B, S, D), src_mask broadcastable to (B, H, S, S).
     cache: None (training), or the block's entry of a KVCache (decoder-only models
     decoding): x holds the new positions only, the self-attention's cache their keys.
+    Built from a BlockConfig (models/config.py, checked there), e.g. `config.block_config()`.
     """
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
-                 attention="mha", latent_dim=None, *, attention_dropout=None,
-                 activation_dropout=None, rng=None):
+    def __init__(self, config, *, rng=None):
         super().__init__()
-        p_attn, p_ff = sublayer_dropouts(dropout, attention_dropout, activation_dropout)
-        self.self_attn = make_attention(attention, d_model, num_heads, p_attn, latent_dim, rng)
-        self.feed_forward = FeedForward(d_model, d_ff, p_ff, rng=rng)
-        self.sublayers = [SublayerConnection(d_model, dropout, norm_first, rng=rng)
+        c = config
+        self.self_attn = make_attention(c, rng)
+        self.feed_forward = FeedForward(c.d_model, c.d_ff, c.activation_p, rng=rng)
+        self.sublayers = [SublayerConnection(c.d_model, c.dropout, c.norm_first, rng=rng)
                           for _ in range(2)]
 
     def forward(self, x, mask=None, cache=None):
@@ -61,19 +60,14 @@ class Encoder(Module):
     (post-norm blocks already end normalised).
 
     Shapes: x (B, S, D) -> memory (B, S, D).
-    `forward` and `backward` read only `layers` and `norm`: GPT runs them on its own stack
-    (its forward with a KVCache: block i gets `cache.layer(i)`).
+    cache: None, or a KVCache (a decoder-only stack decoding): block i gets `cache.layer(i)`.
+    Built from a BlockConfig (every block alike) and the number of blocks.
     """
 
-    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False,
-                 attention="mha", latent_dim=None, *, attention_dropout=None,
-                 activation_dropout=None, rng=None):
+    def __init__(self, config, num_layers, *, rng=None):
         super().__init__()
-        self.layers = [EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first, attention,
-                                    latent_dim, attention_dropout=attention_dropout,
-                                    activation_dropout=activation_dropout, rng=rng)
-                       for _ in range(num_layers)]
-        self.norm = LayerNorm(d_model) if norm_first else None
+        self.layers = [EncoderBlock(config, rng=rng) for _ in range(num_layers)]
+        self.norm = LayerNorm(config.d_model) if config.norm_first else None
 
     def forward(self, x, mask=None, cache=None):
         for i, layer in enumerate(self.layers):

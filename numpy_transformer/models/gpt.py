@@ -15,7 +15,7 @@ from with `numpy_transformer.decoding.sample`.
 import numpy as np
 
 from ..backend import xp
-from ..kv_cache import incremental_causal_mask
+from ..kv_cache import incremental_causal_mask, layer_cache
 from ..validation import check_ids, check_length, check_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
@@ -24,7 +24,7 @@ from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from ..module import Module
 from .config import GPTConfig  # (also re-exported: models.gpt.GPTConfig)
-from .encoder import Encoder, EncoderBlock
+from .encoder import EncoderBlock
 from .transformer import check_config, check_output_gradient, xavier_uniform_
 
 
@@ -34,10 +34,9 @@ class GPT(Module):
     Forward: x = PE(Embed(ids)); N EncoderBlocks with a causal mask (self-attention
         then feed-forward, each in a residual SublayerConnection); a final LayerNorm
         when pre-norm; logits = x W_out + b (W_out = E^T when tied).
-    Backward: the same path in reverse: projection, then the blocks and final norm
-        exactly as an Encoder stack's backward (shared: `Encoder.backward` reads only
-        `layers` and `norm`, which GPT has alike), positional dropout, embedding (the
-        tied E gets both gradients added).
+    Backward: the same path in reverse: projection, final norm, the blocks in reverse
+        order (GPT owns its stack: nanoGPT's `h` and `ln_f`), positional dropout,
+        embedding (the tied E gets both gradients added).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
     Checks: ids (values, lengths) and mask, when called (`model(ids)`: `check_inputs`,
         then `forward`); the parts inside trust them. Decoding with a KV cache runs the
@@ -53,11 +52,8 @@ class GPT(Module):
         rng = np.random.default_rng(c.seed)
         self.embed = Embedding(c.vocab_size, c.d_model, rng=rng)
         self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
-        self.layers = [EncoderBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first,
-                                    c.attention, c.latent_dim,
-                                    attention_dropout=c.attention_dropout,
-                                    activation_dropout=c.activation_dropout, rng=rng)
-                       for _ in range(c.num_layers)]
+        block = c.block_config()             # the settings of every block
+        self.layers = [EncoderBlock(block, rng=rng) for _ in range(c.num_layers)]
         self.norm = LayerNorm(c.d_model) if c.norm_first else None
         if c.tie_embeddings:
             self.output_projection = TiedLinear(self.embed)
@@ -81,7 +77,10 @@ class GPT(Module):
             mask = make_causal_mask(T) if cache is None else incremental_causal_mask(past, T)
         ids = xp.asarray(ids)                          # a caller's host ids: to the device
         x = self.pos.forward(self.embed.forward(ids), past)                  # (B, T, D)
-        x = Encoder.forward(self, x, mask, cache)     # blocks, final norm: an Encoder's
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x, mask, layer_cache(cache, i))                # (B, T, D)
+        if self.norm is not None:
+            x = self.norm.forward(x)                                         # (B, T, D)
         logits = self.output_projection.forward(x)                           # (B, T, V)
         if cache is not None:
             cache.length = past + T
@@ -92,7 +91,10 @@ class GPT(Module):
         """Fill the gradient of every parameter; token ids get no gradient (returns None)."""
         check_output_gradient(self, dlogits)
         dx = self.output_projection.backward(dlogits)                        # (B, T, D)
-        dx = Encoder.backward(self, dx)          # final norm, blocks in reverse: an Encoder's
+        if self.norm is not None:
+            dx = self.norm.backward(dx)                                      # (B, T, D)
+        for layer in reversed(self.layers):
+            dx = layer.backward(dx)                                          # (B, T, D)
         self.embed.backward(self.pos.backward(dx))
         return None
 

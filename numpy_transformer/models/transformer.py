@@ -67,18 +67,15 @@ class Transformer(Module):
         super().__init__()
         self.config = c = check_config(config, TransformerConfig)
         rng = np.random.default_rng(c.seed)
-        stack = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
-                     norm_first=c.norm_first, attention=c.attention, latent_dim=c.latent_dim,
-                     attention_dropout=c.attention_dropout,
-                     activation_dropout=c.activation_dropout)
+        block = c.block_config()             # the settings of every block
         self.src_embed = Embedding(c.src_vocab_size, c.d_model, rng=rng)
         self.tgt_embed = Embedding(c.tgt_vocab_size, c.d_model, rng=rng)
         if c.share_embeddings:               # with tie_embeddings: one matrix for all three
             share_weight(self.tgt_embed, self.src_embed)
         self.src_pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         self.tgt_pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
-        self.encoder = Encoder(c.num_encoder_layers, **stack, rng=rng)
-        self.decoder = Decoder(c.num_decoder_layers, **stack, rng=rng)
+        self.encoder = Encoder(block, c.num_encoder_layers, rng=rng)
+        self.decoder = Decoder(block, c.num_decoder_layers, rng=rng)
         if c.tie_embeddings:
             self.output_projection = TiedLinear(self.tgt_embed)
         else:

@@ -19,7 +19,7 @@ from numpy_transformer.backend import to_numpy
 from numpy_transformer.errors import InputError
 from numpy_transformer.layers import FeedForward, LayerNorm, Linear, PositionalEncoding
 from numpy_transformer.masks import make_decoder_mask
-from numpy_transformer.models import EncoderBlock
+from numpy_transformer.models import BlockConfig, EncoderBlock
 from numpy_transformer.module import Module
 
 from doors import raises_naming
@@ -73,7 +73,8 @@ def test_feedforward_checks_x_once(rng, checks):
 def test_a_block_checks_nothing_inside(rng, checks):
     """A block has no inputs of its own to check: its parts' forward trust x."""
     for norm_first in (False, True):
-        block = EncoderBlock(4, 2, 6, norm_first=norm_first, rng=rng)
+        block = EncoderBlock(BlockConfig(d_model=4, num_heads=2, d_ff=6, norm_first=norm_first),
+                             rng=rng)
         checks.clear()
         block(rng.normal(size=(2, 3, 4)))
         assert not checks

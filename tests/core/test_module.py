@@ -148,7 +148,8 @@ def test_print_shows_the_tree_with_settings_and_parameter_counts(rng):
 def every_layer(rng):
     """(module, a gradient its backward could take): every layer and block, fresh."""
     from numpy_transformer import layers
-    from numpy_transformer.models import Decoder, DecoderBlock, Encoder, EncoderBlock
+    from numpy_transformer.models import BlockConfig, Decoder, DecoderBlock, Encoder, EncoderBlock
+    block = BlockConfig(d_model=8, num_heads=2, d_ff=12)
     x = rng.normal(size=(2, 3, 8)).astype(np.float32)
     return [
         (layers.Linear(8, 8, rng=rng), x), (layers.TiedLinear(layers.Embedding(8, 8)), x),
@@ -157,8 +158,9 @@ def every_layer(rng):
         (layers.Softmax(), x), (layers.LogSoftmax(), x), (layers.FeedForward(8, 12), x),
         (layers.PositionalEncoding(8, 16, dropout=0.1), x),
         (layers.MultiHeadAttention(8, 2), x), (layers.MultiHeadLatentAttention(8, 2), x),
-        (EncoderBlock(8, 2, 12), x), (DecoderBlock(8, 2, 12), x),
-        (Encoder(1, 8, 2, 12, norm_first=True), x), (Decoder(1, 8, 2, 12), x),
+        (EncoderBlock(block), x), (DecoderBlock(block), x),
+        (Encoder(BlockConfig(d_model=8, num_heads=2, d_ff=12, norm_first=True), 1), x),
+        (Decoder(block, 1), x),
     ]
 
 

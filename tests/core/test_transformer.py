@@ -6,7 +6,7 @@ import pytest
 from numpy_transformer.backend import to_numpy
 from numpy_transformer.errors import InputError, InputTypeError
 from numpy_transformer.gradcheck import assert_gradients_close, perturb
-from numpy_transformer.models import (Decoder, Encoder, Transformer, TransformerConfig,
+from numpy_transformer.models import (BlockConfig, Decoder, Encoder, Transformer, TransformerConfig,
                                       build_transformer)
 
 from doors import raises_naming
@@ -71,7 +71,7 @@ def test_fully_padded_source_gives_finite_outputs(rng):
 def test_decoder_memory_gradient_sums_over_layers(float64, rng):
     """d memory from the Decoder is the sum of every block's cross-attention gradient:
     compare it with finite differences of the decoder as a function of memory."""
-    decoder = perturb(Decoder(3, 8, 2, 12, rng=rng), rng)
+    decoder = perturb(Decoder(BlockConfig(d_model=8, num_heads=2, d_ff=12), 3, rng=rng), rng)
     x, memory = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
     dout = rng.normal(size=(2, 3, 8))
     decoder.forward(x, memory)
@@ -91,8 +91,9 @@ def test_decoder_memory_gradient_sums_over_layers(float64, rng):
 
 
 def test_encoder_pre_norm_has_final_norm(rng):
-    assert Encoder(2, 8, 2, 12, norm_first=True, rng=rng).norm is not None
-    assert Encoder(2, 8, 2, 12, norm_first=False, rng=rng).norm is None
+    for norm_first in (True, False):
+        block = BlockConfig(d_model=8, num_heads=2, d_ff=12, norm_first=norm_first)
+        assert (Encoder(block, 2, rng=rng).norm is not None) == norm_first
 
 
 def test_same_seed_same_weights_and_xavier_range():

@@ -129,11 +129,14 @@ def stack(pkg, source, standins, decoder, layers, d_model, norm_first, block_onl
     with stand-ins for every child."""
     dotted, name = ("models.decoder", "Decoder") if decoder else ("models.encoder", "Encoder")
     attentions = ("self_attn", "cross_attn") if decoder else ("self_attn",)
-    module, sizes = load(pkg, dotted), dict(dropout=0.2, norm_first=norm_first, rng=rng(4))
+    module = load(pkg, dotted)
+    block = load(pkg, "models.config").BlockConfig(d_model=d_model, num_heads=2,
+                                                   d_ff=2 * d_model, dropout=0.2,
+                                                   norm_first=norm_first)
     if block_only:
-        model = getattr(module, name + "Block")(d_model, 2, 2 * d_model, **sizes)
+        model = getattr(module, name + "Block")(block, rng=rng(4))
     else:
-        model = getattr(module, name)(layers, d_model, 2, 2 * d_model, **sizes)
+        model = getattr(module, name)(block, layers, rng=rng(4))
     if standins is None:
         set_parameters(model, source)
         return model

@@ -161,7 +161,7 @@ class Scale(StandIn):
 
     def __init__(self, s):
         super().__init__()
-        self.s, self.frozen, self.p = s, False, 0.5
+        self.s, self.p = s, 0.5
 
     def forward(self, x):
         self.saved = True

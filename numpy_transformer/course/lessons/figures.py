@@ -89,9 +89,10 @@ def block_gradient_norms(norm_first, num_layers, seed=0, d_model=32, num_heads=4
     """Norm of each block's parameter gradient (num_layers,) after one backward of a random
     upstream gradient through a freshly initialised encoder (as build_transformer draws it)."""
     from ...backend import to_numpy, xp
-    from ...models import Encoder, xavier_uniform_
+    from ...models import BlockConfig, Encoder, xavier_uniform_
     rng = np.random.default_rng(seed)
-    enc = Encoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first, rng=rng)
+    block = BlockConfig(d_model=d_model, num_heads=num_heads, d_ff=d_ff, norm_first=norm_first)
+    enc = Encoder(block, num_layers, rng=rng)
     xavier_uniform_(enc, rng)
     x = xp.asarray(rng.normal(size=(batch_size, seq_len, d_model)), dtype=xp.float32)
     out = enc.forward(x)                                                    # (B, S, D)
