@@ -21,8 +21,8 @@ form; going through softmax's own Jacobian would divide by tiny probabilities.
 When every target is ignored (N = 0) we return loss 0.0 and a zero gradient,
 so a batch of pure padding changes nothing. (PyTorch returns NaN there.)
 
-The loss comes back as a 0-d float64 array of the active array module
-(backend.xp) on every backend: `float(loss)` reads it; on a GPU it stays there until
+The loss comes back as a 0-d array of the active array module (backend.xp), in
+the logits' dtype, on every backend: `float(loss)` reads it; on a GPU it stays there until
 read (a Python float would wait for the device every step). `loss(logits, targets)`
 checks its inputs first (`check_inputs`, the ids in range included); a caller that
 made them itself calls `forward`, as a module's parts do: the training loop passes
@@ -41,7 +41,7 @@ class CrossEntropyLoss(Module):
 
     loss(logits, targets, num_tokens=None) -> `check_inputs`, then `forward`
     forward(logits, targets, num_tokens=None) -> the mean over counted tokens, a 0-d
-                             float64 array of backend.xp on every backend; num_tokens,
+                             array of backend.xp in the logits' dtype; num_tokens,
                              when given, is N counted on the host (else counted here)
     backward(dloss=1.0)      -> dlogits (..., V), same dtype as logits
     num_tokens               the number of counted tokens N in the last forward
@@ -87,7 +87,7 @@ class CrossEntropyLoss(Module):
         if eps:
             per_token += (V * log_s - z_sum) * (eps / V)        # -(eps/V) sum_j log p_j
         total = xp.where(valid, per_token, 0).sum()            # () on the device
-        loss = xp.asarray(total.astype(xp.float64) / max(n, 1))  # () float64, no wait for it
+        loss = xp.asarray(total / max(n, 1))                    # () on the device, no wait
 
         self.num_tokens = n
         self.saved = (p, t, valid, rows, logits.shape)
