@@ -50,7 +50,7 @@ from numpy_transformer.course.copies.make import (ANSWERS, PACKAGE, STUDENT_GRAD
 ROOT = PACKAGE.parent
 NOTEBOOKS = ROOT / "notebooks"
 LONG = 30                       # solution lines this long are also found inside longer lines
-COPY_WRITERS = ("make.py", "installable.py")    # they hold the text of the copy's own files
+COPY_WRITERS = ("make.py", "installable.py", "student_course.py")   # the copy's own files' text
 COURSE = PACKAGE / "course"
 STUDENT_SIDE = [COURSE / "parts.py", *(COURSE / "grading" / name for name in STUDENT_GRADING)]
 GRADER_FILES = sorted(p for room in (*TEACHER_ROOMS, "grading") for p in (COURSE / room).glob("*.py"))

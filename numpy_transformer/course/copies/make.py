@@ -26,13 +26,13 @@ The think questions' keys (notebooks/answers/) go only into a teacher copy.
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
                       write_region_bodies)
 from .installable import finish_copy
 from .strip import strip_copy, where_hint
+from .student_course import STUDENT_COURSE_INIT
 from ..grading.local_check import write_expected
 from ..grading.scoring import CHECKS, PARTS, TITLES, max_points, validate_parts
 from ..parts import LESSONS
@@ -46,60 +46,6 @@ ANSWERS = "answers"              # notebooks/answers/: the think questions' keys
 STUDENT_GRADING = ("__init__.py", "local_check.py", "diagnose.py", "harness.py", "steps.py",
                    "scenarios_layers.py", "scenarios_models.py")     # what a copy's grading/ holds
 TEACHER_ROOMS = ("copies", "classroom", "sandbox", "selftest")       # rooms a copy leaves out
-GRADED_ELSEWHERE = ("this is a student copy: its grading runs from the teacher's installed "
-                    "numpy_transformer (`python -m numpy_transformer assignment grade DIR`, "
-                    "run outside the copy); check your parts here with "
-                    "`python -m numpy_transformer assignment check [PART ...]` (the grader's "
-                    "kind of verdict on public inputs) and your gradients with "
-                    "`python -m numpy_transformer gradcheck --layers-only`")
-STUDENT_INIT = '''"""A student copy's course: the names of the parts, the local check, no grader.
-
-{doc}
-
-The teacher's grader (its checks, the copy maker, the sandbox, the class tools)
-is not in this copy. Importing any of its modules here gives a stand-in whose
-every function raises that message as an InputError, so each `assignment`
-command ends with `error: ...` whatever the teacher's version of the package.
-"""
-
-import importlib.abc
-import importlib.util
-import sys
-
-from ..errors import InputError
-from ..parts import PARTS, TITLES  # noqa: F401
-
-MESSAGE = {message!r}
-
-
-def _refuse(*args, **kwargs):
-    raise InputError(MESSAGE)
-
-
-class _GradedElsewhere(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on sys.meta_path: a module of this package that is not here is a stand-in
-    (a package, so that a missing room's modules are stand-ins too)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.startswith(__name__ + "."):
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        def stand_in(attr):
-            if attr.startswith("__"):
-                raise AttributeError(attr)
-            return _refuse
-        module.__getattr__ = stand_in
-
-
-sys.meta_path.append(_GradedElsewhere())
-'''
-STUDENT_COURSE_INIT = STUDENT_INIT.format(message=GRADED_ELSEWHERE,
-                                          doc=textwrap.fill(GRADED_ELSEWHERE + ".", 78))
 
 
 def read_manifest(root, required=True):
