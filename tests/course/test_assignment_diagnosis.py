@@ -100,7 +100,7 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
                  r"the line reads `dv = dropped @ dout`"),
              "layernorm_mean_without_keepdims": (
                  r"task 1: ValueError: line \d+ of layers/normalization\.py: shapes \(3, 4, 5\) "
-                 r"and \(3, 4\) do not match while computing the returned value; "),
+                 r"and \(3, 4\) do not match while computing dx; "),
              "linear_bias_batch_axis_only": (
                  r"line \d+ of layers/linear\.py: an array of shape \(4, 5\) added into one of "
                  r"shape \(5,\) \(a sum over too few axes\?\) while computing "

@@ -40,6 +40,7 @@ BLANK = {     # qualname -> the body of a blank answer: zeros of the right shape
     "MultiHeadLatentAttention.project_backward":
         "return xp.zeros_like(dQ), xp.zeros_like(dK), xp.zeros_like(dK)",
     "Linear.backward": "return xp.zeros_like(self.saved)",
+    "TiedLinear.backward": "return xp.zeros_like(self.saved)",
     "LayerNorm.backward": "return xp.zeros_like(dy)",
     "sinusoidal_table": "return xp.zeros((max_len, d_model), dtype=get_default_dtype())",
     "PositionalEncoding.backward": "return xp.zeros_like(dy)",

@@ -41,19 +41,19 @@ x = self.saved_for_backward()
 flat_x = x.reshape(-1, x.shape[-1])
 flat_dy = dy.reshape(-1, dy.shape[-1])
 dW = flat_x.T @ flat_dy
-self.grads["weight"] += dW.T if self.transposed else dW
+self.grads["weight"] += dW
 if "bias" in self.params:
     self.grads["bias"] += flat_dy.sum(axis=0)
-dx = flat_dy @ self.matrix().T
+dx = flat_dy @ self.params["weight"].T
 return dx.reshape(x.shape)''', '''
 inp = self.saved_for_backward()
 a = inp.reshape(-1, self.in_features)
 b = dy.reshape(-1, self.out_features)
 grad = xp.einsum("ni,no->io", a, b)
-self.grads["weight"] += grad.T if self.transposed else grad
+self.grads["weight"] += grad
 if "bias" in self.params:
     self.grads["bias"] += b.sum(axis=0)
-out = b @ self.matrix().T
+out = b @ self.params["weight"].T
 return out.reshape(inp.shape)'''],
     SOFTMAX: ['''
 s = (dp * p).sum(axis=axis, keepdims=True)
@@ -63,11 +63,9 @@ return (dp - inner) * p'''],
 }
 ADA = {LINEAR: '''
 x = self.saved_for_backward()
-W = self.matrix()
+W = self.params["weight"]
 lead = tuple(range(x.ndim - 1))
 g = xp.tensordot(x, dy, axes=(lead, lead))
-if self.transposed:
-    g = g.T
 self.grads["weight"] += g
 if "bias" in self.params:
     self.grads["bias"] += dy.reshape(-1, dy.shape[-1]).sum(0)
@@ -77,13 +75,11 @@ total = weighted.sum(axis=axis, keepdims=True)
 return weighted - p * total'''}
 BOB = {LINEAR: '''
 saved = self.saved_for_backward()      # what forward kept
-M = self.matrix()
+M = self.params["weight"]
 axes_ = tuple(
     range(saved.ndim - 1)
 )
 grad_w = xp.tensordot(saved, dy, axes=(axes_, axes_))
-if self.transposed:
-    grad_w = grad_w.T
 
 self.grads["weight"] += grad_w
 if "bias" in self.params:
