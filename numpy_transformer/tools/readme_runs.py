@@ -23,7 +23,7 @@ from ..data.config import DataConfig
 from ..data.datasets import DATASETS
 from ..errors import InputError
 from ..system.files import atomic_write
-from ..training.state import History
+from ..training.history import History
 from ..validation import message
 from .recipes import dataset_commands, multi30k_runs
 

@@ -104,7 +104,7 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
              "linear_bias_batch_axis_only": (
                  r"line \d+ of layers/linear\.py: an array of shape \(4, 5\) added into one of "
                  r"shape \(5,\) \(a sum over too few axes\?\) while computing "
-                 r'self\.grads\["bias"\]; the line reads `self\.grads\["bias"\] \+= ')}
+                 r"self\.grads\[.bias.\]; the line reads `self\.grads\[.bias.\] \+= ")}
     for name, pattern in cases.items():
         mistake = next(m for m in MISTAKES if m.name == name)
         result = graded_with(copy, mistake, 3)
