@@ -15,28 +15,29 @@ from with `numpy_transformer.decoding.sample`.
 import numpy as np
 
 from ..backend import xp
-from ..kv_cache import incremental_causal_mask, layer_cache
+from ..kv_cache import incremental_causal_mask
 from ..validation import check_ids, check_length, check_mask
 from ..layers.embedding import Embedding
 from ..layers.linear import Linear, TiedLinear
-from ..layers.normalization import LayerNorm
 from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
-from ..module import Module
 from .config import GPTConfig  # (also re-exported: models.gpt.GPTConfig)
-from .encoder import EncoderBlock
+from .encoder import Encoder
 from .transformer import check_config, check_output_gradient, xavier_uniform_
 
 
-class GPT(Module):
+class GPT(Encoder):
     """Decoder-only Transformer language model: ids (B, T) -> next-token logits (B, T, V).
 
     Forward: x = PE(Embed(ids)); N EncoderBlocks with a causal mask (self-attention
         then feed-forward, each in a residual SublayerConnection); a final LayerNorm
         when pre-norm; logits = x W_out + b (W_out = E^T when tied).
-    Backward: the same path in reverse: projection, final norm, the blocks in reverse
-        order (GPT owns its stack: nanoGPT's `h` and `ln_f`), positional dropout,
-        embedding (the tied E gets both gradients added).
+    Backward: the same path in reverse: projection, the stack (final norm, the blocks
+        in reverse order), positional dropout, embedding (the tied E gets both
+        gradients added).
+    The stack is GPT's own: GPT is an Encoder (its `layers` and `norm`, nanoGPT's `h`
+        and `ln_f`) with an embedding before it and a projection after it, so its
+        forward and backward run the stack's (`super()`).
     Shapes: ids (B, T) with T <= max_len, mask broadcastable to (B, H, T, T), logits (B, T, V).
     Checks: ids (values, lengths) and mask, when called (`model(ids)`: `check_inputs`,
         then `forward`); the parts inside trust them. Decoding with a KV cache runs the
@@ -47,14 +48,13 @@ class GPT(Module):
     """
 
     def __init__(self, config):
-        super().__init__()
         self.config = c = check_config(config, GPTConfig)
         rng = np.random.default_rng(c.seed)
+        # embedding first, then the stack, then the head: the order the weights are drawn
+        # in and the parameters are listed in
         self.embed = Embedding(c.vocab_size, c.d_model, rng=rng)
         self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
-        block = c.block_config()             # the settings of every block
-        self.layers = [EncoderBlock(block, rng=rng) for _ in range(c.num_layers)]
-        self.norm = LayerNorm(c.d_model) if c.norm_first else None
+        super().__init__(c.block_config(), c.num_layers, rng=rng)    # layers, norm
         if c.tie_embeddings:
             self.output_projection = TiedLinear(self.embed)
         else:
@@ -77,10 +77,7 @@ class GPT(Module):
             mask = make_causal_mask(T) if cache is None else incremental_causal_mask(past, T)
         ids = xp.asarray(ids)                          # a caller's host ids: to the device
         x = self.pos.forward(self.embed.forward(ids), past)                  # (B, T, D)
-        for i, layer in enumerate(self.layers):
-            x = layer.forward(x, mask, layer_cache(cache, i))                # (B, T, D)
-        if self.norm is not None:
-            x = self.norm.forward(x)                                         # (B, T, D)
+        x = super().forward(x, mask, cache)                # the stack      # (B, T, D)
         logits = self.output_projection.forward(x)                           # (B, T, V)
         if cache is not None:
             cache.length = past + T
@@ -91,10 +88,7 @@ class GPT(Module):
         """Fill the gradient of every parameter; token ids get no gradient (returns None)."""
         check_output_gradient(self, dlogits)
         dx = self.output_projection.backward(dlogits)                        # (B, T, D)
-        if self.norm is not None:
-            dx = self.norm.backward(dx)                                      # (B, T, D)
-        for layer in reversed(self.layers):
-            dx = layer.backward(dx)                                          # (B, T, D)
+        dx = super().backward(dx)                          # the stack      # (B, T, D)
         self.embed.backward(self.pos.backward(dx))
         return None
 
