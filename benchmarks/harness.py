@@ -127,7 +127,22 @@ def peak_rss_mb():
     return value
 
 
-class NumpyTrainer:
+class TimedStep:
+    """What both trainers share: `step()` runs `forward_backward()` (loss, seconds of the
+    forward and of the backward), then the optimizer's update, timed."""
+
+    def update(self):
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+
+    def step(self):
+        loss, t_fwd, t_bwd = self.forward_backward()
+        t0 = time.perf_counter()
+        self.update()
+        return loss, {"forward": t_fwd, "backward": t_bwd, "optimizer": time.perf_counter() - t0}
+
+
+class NumpyTrainer(TimedStep):
     """Our model, loss and Adam; `step()` returns (loss, seconds per phase)."""
 
     library = "numpy_transformer"
@@ -156,23 +171,15 @@ class NumpyTrainer:
         t2 = time.perf_counter()
         return loss, t1 - t0, t2 - t1
 
-    def update(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad()
 
     def grads(self):
         """{dotted name: NumPy copy of the gradient} (copied to the host on a device)."""
         from numpy_transformer.backend import to_numpy
         return {name: to_numpy(g.copy()) for name, _, g in self.model.named_parameters()}
 
-    def step(self):
-        loss, t_fwd, t_bwd = self.forward_backward()
-        t0 = time.perf_counter()
-        self.update()
-        return loss, {"forward": t_fwd, "backward": t_bwd, "optimizer": time.perf_counter() - t0}
 
 
-class TorchTrainer:
+class TorchTrainer(TimedStep):
     """The PyTorch reference with the same weights, loss and Adam."""
 
     library = "pytorch"
@@ -203,18 +210,10 @@ class TorchTrainer:
         t2 = time.perf_counter()
         return value, t1 - t0, t2 - t1
 
-    def update(self):
-        self.optimizer.step()
-        self.optimizer.zero_grad()
 
     def grads(self):
         return self.model.grads()
 
-    def step(self):
-        loss, t_fwd, t_bwd = self.forward_backward()
-        t0 = time.perf_counter()
-        self.update()
-        return loss, {"forward": t_fwd, "backward": t_bwd, "optimizer": time.perf_counter() - t0}
 
 
 def relative_error(a, b, floor=0.0):

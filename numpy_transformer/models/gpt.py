@@ -18,12 +18,12 @@ from ..backend import xp
 from ..kv_cache import incremental_causal_mask
 from ..validation import check_ids, check_length, check_mask
 from ..layers.embedding import Embedding
-from ..layers.linear import Linear, TiedLinear
 from ..layers.positional import PositionalEncoding
 from ..masks import make_causal_mask
 from .config import GPTConfig  # (also re-exported: models.gpt.GPTConfig)
 from .encoder import Encoder
-from .transformer import check_config, check_output_gradient, xavier_uniform_
+from .transformer import (check_config, check_output_gradient, output_projection,
+                          xavier_uniform_)
 
 
 class GPT(Encoder):
@@ -55,10 +55,7 @@ class GPT(Encoder):
         self.embed = Embedding(c.vocab_size, c.d_model, rng=rng)
         self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         super().__init__(c.block_config(), c.num_layers, rng=rng)    # layers, norm
-        if c.tie_embeddings:
-            self.output_projection = TiedLinear(self.embed)
-        else:
-            self.output_projection = Linear(c.d_model, c.vocab_size, rng=rng)
+        self.output_projection = output_projection(self.embed, c.tie_embeddings, rng)
         xavier_uniform_(self, rng)
         self.saved = None
 

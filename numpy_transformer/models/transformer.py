@@ -25,6 +25,13 @@ def xavier_uniform_(module, rng):
             param[...] = xp.asarray(rng.uniform(-a, a, param.shape), dtype=param.dtype)
 
 
+def output_projection(embed, tie, rng):
+    """The projection to the vocabulary's logits: the embedding's own matrix transposed when
+    `tie` (TiedLinear, paper section 3.4), else a Linear of its own."""
+    V, D = embed.params["weight"].shape
+    return TiedLinear(embed) if tie else Linear(D, V, rng=rng)
+
+
 def check_output_gradient(model, dout):
     """dout must have the shape of the last forward's output (InputError naming the model:
     "backward called before forward" when there was none)."""
@@ -76,10 +83,7 @@ class Transformer(Module):
         self.tgt_pos = PositionalEncoding(c.d_model, c.max_len, c.dropout, rng=rng)
         self.encoder = Encoder(block, c.num_encoder_layers, rng=rng)
         self.decoder = Decoder(block, c.num_decoder_layers, rng=rng)
-        if c.tie_embeddings:
-            self.output_projection = TiedLinear(self.tgt_embed)
-        else:
-            self.output_projection = Linear(c.d_model, c.tgt_vocab_size, rng=rng)
+        self.output_projection = output_projection(self.tgt_embed, c.tie_embeddings, rng)
         xavier_uniform_(self, rng)
         self.saved = None
 
