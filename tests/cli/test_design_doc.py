@@ -91,3 +91,14 @@ def test_the_course_table_lists_every_file_of_each_room():
         here = {p.name for p in (PACKAGE / "course" / room).glob("*.py")} - {"__init__.py"}
         unlisted = {n for n in here if not any(fnmatch.fnmatch(n, pattern) for pattern in listed)}
         assert not unlisted, f"course/{room}/ holds {sorted(unlisted)}, not in design.md"
+
+
+def test_the_style_section_holds():
+    """design.md's "Style, as this code writes it": no `self.cache`, a test file per layer,
+    no branch in Linear's graded body."""
+    assert not [p for p in PACKAGE.rglob("*.py") if "self.cache " in p.read_text(encoding="utf-8")
+                or "self.cache=" in p.read_text(encoding="utf-8")]
+    layers = [p.stem for p in (PACKAGE / "layers").glob("*.py") if p.stem != "__init__"]
+    assert [n for n in layers if not (ROOT / "tests" / "core" / f"test_{n}.py").is_file()] == []
+    linear = (PACKAGE / "layers" / "linear.py").read_text(encoding="utf-8")
+    assert "class TiedLinear(" in linear and "transposed" not in linear
