@@ -35,12 +35,13 @@ import multiprocessing
 import os
 import queue
 import signal
+import time
 from pathlib import Path
 
 from ...errors import InputError
 
 WAIT = 0.5           # seconds between looks at the grader processes while waiting
-STOP_GRACE = 20.0    # seconds a grader process may take to stop its worker after Ctrl-C
+STOP_GRACE = 20.0    # seconds the grader processes may take, together, to stop after Ctrl-C
 
 
 def grade_one(name, directory, alone=False, **grading):
@@ -148,16 +149,18 @@ def _lost(done, names, graders, results):
 
 
 def _stop(graders):
-    """Pass Ctrl-C on to the grader processes, give them time to stop their workers, then
-    end whichever is left."""
+    """Pass Ctrl-C on to the grader processes, give them STOP_GRACE seconds in all (not
+    each) to stop their workers, then end whichever is left."""
     for grader in graders:
         if grader.is_alive():
             try:
                 os.kill(grader.pid, signal.SIGINT)
             except OSError:            # ended meanwhile
                 pass
+    deadline = time.monotonic() + STOP_GRACE
     for grader in graders:
-        grader.join(STOP_GRACE)
+        grader.join(max(0.0, deadline - time.monotonic()))
+    for grader in graders:
         if grader.is_alive():
             grader.kill()
             grader.join()
