@@ -214,7 +214,8 @@ def test_the_lesson_of_part_linear_has_a_section_on_linear():
 
 
 STOP = '''
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, wherever run
 from numpy_transformer.course.classroom.grade_command import grade_command
 grade_command(sys.argv[1:3], csv_out=sys.argv[3], parts=["linear"], jobs=2, timeout=60)
 '''

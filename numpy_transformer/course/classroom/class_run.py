@@ -91,7 +91,10 @@ def check_jobs(jobs):
 
 
 def _serve(tasks, results, options):
-    """A grader process: grade folders from `tasks` until None; send (index, outcome)."""
+    """A grader process: grade folders from `tasks` until None; send (index, outcome).
+    Ctrl-C is honoured even where this process was started ignoring SIGINT (a shell's
+    background job): the class run passes it on to stop the graders (`_stop`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         while True:
             item = tasks.get()
