@@ -101,20 +101,22 @@ def _input_names(module, inputs):
 
 
 def generator_states(module):
-    """[(generator, its state now)] for every NumPy Generator a module of the tree holds
-    (a Dropout's `rng`), each once: `replay` puts them back in that state."""
+    """[(bit generator, its state now)] for every NumPy random generator a module of the
+    tree holds (a Dropout's `rng`, or anything that draws from a NumPy BitGenerator), each
+    once: `replay` puts them back in that state."""
     found = {}
     for _, m in module.named_modules():
         for value in vars(m).values():
-            if isinstance(value, np.random.Generator):
-                found[id(value)] = (value, value.bit_generator.state)
+            bits = getattr(value, "bit_generator", None)
+            if isinstance(bits, np.random.BitGenerator):
+                found[id(bits)] = (bits, bits.state)
     return list(found.values())
 
 
 def replay(states):
     """Put every generator of `generator_states` back: the next forward draws as the first."""
-    for generator, state in states:
-        generator.bit_generator.state = state
+    for bits, state in states:
+        bits.state = state
 
 
 def _coordinates(shape, max_coords, rng):

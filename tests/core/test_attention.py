@@ -43,8 +43,10 @@ def test_mha_self_attention_gradients(float64, rng):
     grads = mha.backward(np.ones_like(y))
     assert len(grads) == 3 and all(g.shape == x.shape for g in grads)
     # x passed three times: the checker compares with the sum of the three gradients.
+    # The checker's own eps (1e-4): at CHECK's 1e-3 the truncation error of the difference
+    # reaches 1.1e-7 on w_q's bias for some dropout masks (the simulator's, for one).
     assert_gradients_close(mha, x, x, x, forward_kwargs={"mask": make_causal_mask(TQ)},
-                           **CHECK)
+                           **{**CHECK, "eps": 1e-4})
 
 
 def test_fully_masked_row_gives_zero_weights_and_bias_output(float64, rng):
