@@ -22,12 +22,16 @@ local check (local_check.py, diagnose.py, expected.npz) with the grader's scenar
 course/__init__.py, written here, makes every module it lacks a stand-in that says
 where grading runs, so `assignment make|grade` in a copy ends with that message.
 The think questions' keys (notebooks/answers/) go only into a teacher copy.
+Each chosen part also gets its written derivation, derivations/<part>.md (derivations.py):
+a question the student answers in prose, graded by hand, worth `derivation_points` each
+(recorded in assignment.json; 0: read, not scored) apart from the autograded points.
 """
 
 import json
 import shutil
 from pathlib import Path
 
+from .derivations import FOLDER as DERIVATIONS, write_templates
 from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
                       write_region_bodies)
 from .installable import finish_copy
@@ -43,8 +47,8 @@ MANIFEST = "assignment.json"
 PACKAGE = Path(__file__).resolve().parents[2]          # the reference numpy_transformer/
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
 ANSWERS = "answers"              # notebooks/answers/: the think questions' keys, teacher only
-STUDENT_GRADING = ("__init__.py", "local_check.py", "diagnose.py", "harness.py", "steps.py",
-                   "scenarios_layers.py", "scenarios_models.py")     # what a copy's grading/ holds
+STUDENT_GRADING = ("__init__.py", "local_check.py", "judgement.py", "diagnose.py", "harness.py",
+                   "steps.py", "scenarios_layers.py", "scenarios_models.py")   # a copy's grading/
 TEACHER_ROOMS = ("copies", "classroom", "sandbox", "selftest")       # rooms a copy leaves out
 
 
@@ -127,7 +131,7 @@ def _stub_notebook(path, parts):
     path.write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _readme(parts, regions, solutions, notebooks, teacher=False):
+def _readme(parts, regions, solutions, notebooks, teacher=False, derivation_points=0):
     lines = ["# Backward-pass assignment", "",
              "Each part below is a backward pass (or an optimizer step) whose body has been",
              "replaced by `raise NotImplementedError(...)`, between the lines",
@@ -176,15 +180,18 @@ def _readme(parts, regions, solutions, notebooks, teacher=False):
     return "\n".join(lines) + "\n"
 
 
-def make(out, parts=None, solutions=False, teacher=False):
+def make(out, parts=None, solutions=False, teacher=False, derivation_points=0):
     """Write a student copy into `out` (new or empty); returns its manifest.
 
     parts      the parts to stub (default: all, see PARTS); ValueError for unknown names
     solutions  keep the reference code in place (a solution copy, to check the grader)
     teacher    also copy the answer keys of the lessons' think questions (notebooks/answers/),
                and keep the parts' formulas in docstrings and lessons
+    derivation_points  what each part's written derivation is worth, graded by hand apart
+               from the autograded points (0: read by the teacher, not scored)
     """
     parts = validate_parts(parts)
+    derivation_points = check_derivation_points(derivation_points)
     own = read_manifest(PACKAGE.parent, required=False)
     if own and own.get("stubbed"):
         raise InputError(f"{PACKAGE} belongs to a student copy; make assignments from the "
@@ -215,13 +222,31 @@ def make(out, parts=None, solutions=False, teacher=False):
             _stub_notebook(out / "notebooks" / book, parts)
     strip_copy(out, [] if teacher else stubbed)      # a teacher's copy keeps the formulas
     finish_copy(out)                  # pyproject.toml; the lessons import this copy
+    write_templates(out, parts, derivation_points)     # questions only: checked for formulas
     readme = _readme(parts, regions, solutions, notebooks.is_dir(),
-                     teacher and notebooks.is_dir())
+                     teacher and notebooks.is_dir(), derivation_points)
     (out / "README.md").write_text(readme, encoding="utf-8")
     manifest = {"format": 1, "parts": parts, "stubbed": stubbed,
-                "max_points": {p: max_points(p) for p in parts}}
+                "max_points": {p: max_points(p) for p in parts},
+                "derivation_points": derivation_points}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def check_derivation_points(points):
+    """`points` as a whole number >= 0; InputError otherwise."""
+    if isinstance(points, bool) or not isinstance(points, int) or points < 0:
+        raise InputError(f"--derivation-points: expected a whole number of at least 0, "
+                         f"got {points!r}")
+    return points
+
+
+def derivation_points_of(manifest):
+    """What each derivation of a copy is worth (its assignment.json; 0 in copies made before
+    derivations, or when the entry is not a whole number >= 0)."""
+    points = manifest.get("derivation_points", 0)
+    return points if isinstance(points, int) and not isinstance(points, bool) \
+        and points >= 0 else 0
 
 
 def reveal(directory, parts):
@@ -246,12 +271,21 @@ def reveal(directory, parts):
     return manifest
 
 
-def make_assignment(out, parts=None, solutions=False, out_fn=print, teacher=False):
-    """`assignment make --out DIR [--parts ...] [--solutions] [--teacher]`: write the copy
-    and say what it holds (teacher: with the answer keys of the think questions)."""
-    manifest = make(out, parts, solutions=solutions, teacher=teacher)
+def make_assignment(out, parts=None, solutions=False, out_fn=print, teacher=False,
+                    derivation_points=0):
+    """`assignment make --out DIR [--parts ...] [--solutions] [--teacher]
+    [--derivation-points N]`: write the copy and say what it holds (teacher: with the answer
+    keys of the think questions)."""
+    manifest = make(out, parts, solutions=solutions, teacher=teacher,
+                    derivation_points=derivation_points)
     what = "solution copy" if solutions else "student copy"
     keys = " with the answer keys (notebooks/answers/: not for students)" if teacher else ""
     out_fn(f"wrote a {what}{keys} to {out}: parts {', '.join(manifest['parts'])} "
-           f"({sum(manifest['max_points'].values())} points); see {Path(out) / 'README.md'}")
+           f"({sum(manifest['max_points'].values())} points), a derivation per part in "
+           f"{Path(out) / DERIVATIONS} ({_worth_each(derivation_points)}); see "
+           f"{Path(out) / 'README.md'}")
     return 0
+
+
+def _worth_each(points):
+    return f"{points} points each, graded by hand" if points else "graded by hand, no points"
