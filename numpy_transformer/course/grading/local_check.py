@@ -25,15 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from .diagnose import diagnose
 from .harness import Draw, Read, run_task, task_seed
+from .judgement import compare, label, numeric_message  # noqa: F401  (the grader's judgement)
 from ..parts import validate_parts
 
 PACKAGE = __name__.split(".")[0]        # the package under check: the copy's own
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected.npz"
-NUMERIC = 1e-6      # closer than this but not exact: numerics, not derivation
-FLOAT32_EPS = float(np.finfo(np.float32).eps)      # 1.2e-7: float32's round-off
 
 # A composite part runs these parts' code too: when one of them fails, check it first.
 USES = {
@@ -90,55 +88,6 @@ def prefixed(arrays, prefix):
     return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
-def label(name):
-    """How a failure message calls an output array of a scenario."""
-    if name.startswith("dx."):
-        return f"the gradient of input {int(name[3:]) + 1}"
-    if name.startswith("grad."):
-        return f"the gradient of {name[5:]}"
-    return {"out": "the forward output", "inplace": "gradients added in place (+=)",
-            "dropout.draws": "masks drawn by dropout"}.get(name, name)
-
-
-def compare(name, want, have, tolerance, inputs, args):
-    """"" when `have` agrees with `want`, else what is wrong (the grader's kind of message)."""
-    name, key = label(name), name
-    if have is None:
-        return f"{name}: missing"
-    if want.dtype == bool or have.dtype == bool:
-        return "" if have.shape == want.shape and np.array_equal(have, want) else f"{name}: no"
-    if have.shape != want.shape:
-        return f"{name}: shape {have.shape}, expected {want.shape}"
-    if not np.all(np.isfinite(have)):
-        return f"{name}: not finite"
-    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
-    err = float(np.abs(have - want).max(initial=0.0)) / scale
-    if err <= tolerance:
-        return ""
-    if err <= NUMERIC:
-        return numeric_message(name, want, have, err)
-    seen = diagnose(name, key, want, have, inputs, args)
-    return f"{name} (rel err {err:.1e})" + (f": {seen}" if seen else "")
-
-
-def float32_like(want, have):
-    """`have` (float64) looks computed in float32: every value is a float32, or every value
-    is within a few float32 roundings of `want` (a finite difference is off by an amount
-    that does not shrink with the value)."""
-    if np.array_equal(have.astype(np.float32).astype(have.dtype), have):
-        return True
-    return bool(np.all(np.abs(have - want) <= 16 * FLOAT32_EPS * np.abs(want)))
-
-
-def numeric_message(name, want, have, err):
-    """The message of an array `have` within NUMERIC of `want` but outside the tolerance."""
-    if float32_like(want, have) and err >= FLOAT32_EPS / 16:
-        return (f"{name} is numerically close (rel err {err:.0e}) at float32 round-off: "
-                "computed in float32? compute in the inputs' dtype")
-    return (f"{name} is numerically close (rel err {err:.1e}), not exact: is this a "
-            "finite-difference gradient?")
-
-
 def run_check(check, arrays):
     """"" when every task of `check` agrees, else the first problem."""
     for task in check["tasks"]:
@@ -150,12 +99,10 @@ def run_check(check, arrays):
             return f"not implemented: {err}"
         except Exception as err:            # the student's code: any error fails the check
             return f"error: {type(err).__name__}: {err}"
-        keys = tuple(check["keys"])
-        for name in [n for n in expected if not keys or n.startswith(keys)]:
-            problem = compare(name, expected[name], got.get(name), check["tolerance"],
-                              inputs, task["args"])
-            if problem:
-                return problem
+        _, problems = compare(expected, got, tuple(check["keys"]), check["tolerance"], inputs,
+                              task["args"])
+        if problems:
+            return problems[0]
     return ""
 
 

@@ -6,18 +6,22 @@ mixed with the grading secret (harness.task_seed: SECRET, drawn at random once p
 process, unless the teacher gives one, `assignment grade --seed N`): it returns
 the tasks (with ids), the inputs to send to the student's worker and the
 expected outputs. No input or output of the grader's is in a student copy: the
-copy's expected.npz holds the public check's, drawn from other seeds. `score_part` compares what the worker returned with those,
-array by array, here in the teacher's process:
+copy's expected.npz holds the public check's, drawn from other seeds. `score_part`
+compares what the worker returned with those, array by array, here in the teacher's
+process, with the one judgement `assignment check` uses too (judgement.py):
 
-    rel err = max |got - expected| / max(max |expected|, 1e-6 * the task's largest value)
+    err = max |got - expected| / max(max |expected|, 1e-3 * T),  T the task's largest
+          |value| (its float inputs and compared outputs): an array zero in exact
+          arithmetic is rounding noise, measured against what went into it
 
 A check passes when every compared array of every task has the expected shape,
 is finite and agrees within the check's tolerance (1e-12, float64 round-off: the
-catalogue's correct forms reach 2.2e-16 at most). Its points are all or nothing.
-An array within 1e-6 but outside the tolerance is reported as numerically
-close (a finite-difference gradient lands at 1e-11 to 1e-8; one computed in float32
-at float32 round-off, ~1e-7, and is called so): no points. A wrong
-array's message says how it relates to the expected one (diagnose.py). A task that raised
+correct forms of the catalogue and of tests/course/test_one_judgement.py reach 1e-14
+at most). Its points are all or nothing. An array within 1e-6 but outside the
+tolerance is reported as numerically close (a finite-difference gradient lands at
+1e-11 to 1e-8; one computed in float32 at float32 round-off, ~1e-7, and is called
+so): no points. A wrong array's message says how it relates to the expected one
+(diagnose.py). A task that raised
 NotImplementedError fails its check as "not implemented"; a part whose every
 check is so is reported "not implemented: <the stub's message>".
 """
@@ -31,14 +35,13 @@ import numpy as np
 
 from ...errors import InputError
 from . import checks_layers, checks_models, checks_training
-from .diagnose import diagnose, error_hint, import_failure
+from .diagnose import error_hint, import_failure
 from .harness import Draw, Read, run_task, task_seed
-from .local_check import label, numeric_message
+from .judgement import NUMERIC, compare  # noqa: F401  (the one judgement: judgement.py)
 from ..parts import PARTS, TITLES, validate_parts  # noqa: F401
 from .standins import StandIns
 
 REFERENCE = __name__.split(".")[0]          # this package: the reference solution
-NUMERIC = 1e-6      # a wrong array this close is numerics, not derivation
 STATES = ("ok", "not implemented", "error")   # of a task, as the worker reports it
 SECRET = secrets.randbits(64)      # this process's grading secret, unless one is given
 CHECKS = {part: [c for c in checks_layers.CHECKS + checks_models.CHECKS + checks_training.CHECKS
@@ -122,50 +125,6 @@ def _reference_results(part, secret):
     return Reference(tasks, inputs, expected, others)
 
 
-def compare(expected, got, keys, tolerance, inputs=None, args=None):
-    """(largest relative error, [problems]) of one task's outputs against the expected
-    (`inputs`, `args`: the task's input arrays and arguments, to diagnose a wrong one)."""
-    names = [n for n in expected if not n.startswith("term.") and (not keys or n.startswith(keys))]
-    inputs = {**(inputs or {}), **{n: a for n, a in expected.items() if n.startswith("term.")}}
-    floats = [np.abs(expected[n]).max(initial=0.0) for n in names if expected[n].dtype != bool]
-    floor = 1e-6 * max(floats, default=0.0) or 1e-300
-    worst, problems = 0.0, []
-    for name in names:
-        want, have = expected[name], got.get(name)
-        if have is None:
-            problems.append((math.inf, f"{label(name)}: missing"))
-        elif have.dtype.kind not in "fiub" or (want.dtype == bool) != (have.dtype == bool):
-            problems.append((math.inf, f"{label(name)}: dtype {have.dtype}, expected "
-                                       f"{want.dtype}"))
-        elif have.shape != want.shape:
-            seen = diagnose(label(name), name, want, have, inputs, args)
-            problems.append((math.inf, f"{label(name)}: shape {have.shape}, expected "
-                                       f"{want.shape}" + (f": {seen}" if seen else "")))
-        elif want.dtype == bool:
-            if not np.array_equal(have, want):
-                problems.append((math.inf, f"{label(name)}: no"))
-        elif not np.all(np.isfinite(have)):
-            problems.append((math.nan, f"{label(name)}: not finite"))
-        else:
-            scale = max(float(np.abs(want).max(initial=0.0)), floor)
-            err = float(np.abs(have - want).max(initial=0.0)) / scale
-            worst = max(worst, err)
-            if not err <= tolerance:
-                problems.append((err, wrong_array(name, want, have, err, (inputs, args))))
-    worst = max([worst, *(e for e, _ in problems)], key=lambda e: math.inf if math.isnan(e) else e)
-    return worst, [text for _, text in problems]
-
-
-def wrong_array(name, want, have, err, task):
-    """The message of an array outside the tolerance: numerically close, or diagnosed."""
-    if err <= NUMERIC:              # float32 round-off, or a finite difference
-        return numeric_message(label(name), want, have, err)
-    seen = diagnose(label(name), name, want, have, *task)
-    if name == "dropout.draws":
-        return seen or f"{label(name)}: {int(have.max())}, expected {int(want.max())}"
-    return f"{label(name)} (rel err {err:.1e})" + (f": {seen}" if seen else "")
-
-
 def task_inputs(ref, tid):
     prefix = tid + "."
     return {k[len(prefix):]: v for k, v in ref.inputs.items() if k.startswith(prefix)}
@@ -190,11 +149,12 @@ def score_check(c, index, outputs, status, ref):
             continue
         prefix = tid + "."
         got = {k[len(prefix):]: v for k, v in outputs.items() if k.startswith(prefix)}
-        err, wrong = compare(ref.expected[tid], got, c.keys, c.tolerance,
-                             task_inputs(ref, tid), c.tasks[j]["args"])
+        inputs = task_inputs(ref, tid)
+        err, wrong = compare(ref.expected[tid], got, c.keys, c.tolerance, inputs,
+                             c.tasks[j]["args"])
         other = ref.alternatives.get(tid)
         if wrong and other is not None:
-            err_other, wrong_other = compare(other, got, c.keys, c.tolerance)
+            err_other, wrong_other = compare(other, got, c.keys, c.tolerance, inputs)
             err, wrong = (err_other, []) if not wrong_other else (err, wrong)
         worst = err if worst is None else max(worst, err,
                                                key=lambda e: math.inf if math.isnan(e) else e)
