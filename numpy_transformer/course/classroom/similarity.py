@@ -25,8 +25,10 @@ Each token becomes one character, so copydetect's k counts tokens (K).
 Correct solutions of the same part are alike, whoever wrote them. So per part,
 the fingerprints of the reference's own body and of the copy's stub are
 boilerplate (copydetect drops them): what two students share beyond those is what
-counts; so does not what more than COMMON of the class wrote alike (MOSS's rule:
-a passage in many programs is the problem's). A pair's similarity is the shared share of the smaller of the two
+counts; so does not, in a class of SMALL_CLASS or more, what more than COMMON of the
+class and more than MIN_COMMON students wrote alike (MOSS's rule: a passage in many
+programs is the problem's; in a smaller class no passage is discounted, as a share of
+it is a handful of students: common_count). A pair's similarity is the shared share of the smaller of the two
 solutions (their fingerprinted tokens, all graded parts together), and a pair is
 reported when it is at least `threshold` and at least MIN_SHARED tokens are shared.
 THRESHOLD is set clearly above what independent correct bodies reach: measured on
@@ -56,7 +58,9 @@ WINDOW = 1          # winnowing window: 1 keeps every k-gram (regions are short)
 THRESHOLD = 0.9     # the share of the smaller solution found in the other (a renamed,
                     # reformatted copy: 1.0; independent correct bodies: at most 0.69)
 MIN_SHARED = 20     # tokens that a reported pair shares at least
-COMMON = 0.2        # a fingerprint in more than this share of a class is the problem's
+COMMON = 0.2        # a fingerprint in more than this share of a class is the problem's,
+SMALL_CLASS = 10    # in a class of at least this many students (a smaller one: no discount),
+MIN_COMMON = 5      # and in more than this many students (never a copied pair and 3 others)
 INSTALL = ("the similarity report needs copydetect: pip install copydetect (or pip install "
            "'numpy_transformer[course]')")
 KEPT = set(keyword.kwlist) | set(dir(builtins)) | {"self"}
@@ -196,5 +200,10 @@ def scored_pairs(solutions, parts):
 
 
 def common_count(n):
-    """How many of n students may share a fingerprint before it counts as the problem's."""
-    return max(2, math.ceil(COMMON * n))
+    """How many of n students may share a fingerprint before it counts as the problem's:
+    all of them in a class below SMALL_CLASS (no discount), else COMMON of the class and at
+    least MIN_COMMON. In a small class a share is a handful of students: with 7, "more than
+    20%" was 3, a copied pair and one student who wrote the same loops on their own, and
+    discounting what those three shared hid the pair (0.84 with the loops discounted, 1.0
+    without). A problem's own boilerplate is written by most of a class, never by 3 in 7."""
+    return n if n < SMALL_CLASS else max(MIN_COMMON, math.ceil(COMMON * n))
