@@ -34,6 +34,7 @@ from numpy_transformer.course.copies.make import PACKAGE, package_regions
 from numpy_transformer.course.copies.markers import indented
 from numpy_transformer.course.grading import local_check, scoring
 from numpy_transformer.course.grading.local_check import USES
+from numpy_transformer.course.selftest.mistakes import MISTAKES
 
 SECRET = 49         # the grader's inputs: one fixed secret, so the test draws the same arrays
 REGIONS = {r.qualname: r for r in package_regions(PACKAGE)}
@@ -361,3 +362,20 @@ def test_a_body_in_float32_fails_both_as_float32(expected):
         verdict, message = local_check.check_parts([part], path=expected)[part]
     assert result.points < result.max_points and "float32" in result.message, result.message
     assert verdict == "fail" and "float32" in message, message
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")      # a mistake's NaN, on purpose
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
+def test_a_catalogue_mistake_fails_both_in_its_own_part(expected, mistake):
+    """The floor of judgement.py hides no mistake: each fails the grader's check of its part
+    and `check` of its part; a part running its code passes the grader (stand-ins) and
+    `check` passes it or says "check <part> first"."""
+    parts = judged(mistake.part)
+    with swapped(mistake.function, mistake.body):
+        points = {p: scoring.run_part(p, secret=SECRET) for p in parts}
+        verdicts = local_check.check_parts(parts, path=expected)
+    assert points[mistake.part].points < points[mistake.part].max_points
+    assert verdicts[mistake.part][0] == "fail", verdicts[mistake.part]
+    for user in parts[1:]:
+        assert points[user].points == points[user].max_points, (user, points[user].message)
+        assert verdicts[user][0] in ("pass", "check first"), (user, verdicts[user])

@@ -106,3 +106,36 @@ def test_a_wrong_part_name_is_refused(solution_copy):
                            "lineaar"], cwd=solution_copy, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "unknown part 'lineaar'" in done.stderr, done.stderr
+
+
+def test_a_copy_for_some_parts_checks_those_parts_only(tmp_path):
+    """`check` reports the parts the copy assigns, as the grader's table does, and never
+    says "check X first" of a part it does not assign: that part is the reference's code
+    (asked for with every part taken as assigned, each one that runs no assigned part's
+    code passes)."""
+    from numpy_transformer.course.copies.make import make, package_regions
+    from numpy_transformer.course.copies.markers import write_region_bodies
+    from numpy_transformer.course.selftest.right_bodies import RIGHT
+    copy = tmp_path / "copy"
+    make(copy, parts=["softmax", "multihead_attention"])
+    package = copy / "numpy_transformer"       # multi-head attention written, softmax not
+    written = [r for r in package_regions(package) if r.part == "multihead_attention"]
+    write_region_bodies(package, written, [RIGHT[r.qualname] for r in written])
+    status, lines = check(copy)
+    assert status == 1 and set(lines) == {"softmax", "multihead_attention"}, lines
+    assert {r.part for r in grade(copy).parts} == set(lines)
+    assert lines["multihead_attention"] == ("check first: check softmax first (this part runs "
+                                            "their code too, and they fail)")
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    others = [p for p in ("linear", "layernorm", "gelu", "dropout", "attention", "feedforward",
+                          "encoder_stack") if p not in lines and not set(USES.get(p, ())) & set(lines)]
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "check",
+                           "linear"], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "not a part of this assignment" in done.stderr, done.stderr
+    code = ("from numpy_transformer.course.grading.local_check import check_parts, PARTS\n"
+            f"v = check_parts({others!r}, assigned=PARTS)\n"
+            "assert all(verdict == ('pass', '') for verdict in v.values()), v\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=copy, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

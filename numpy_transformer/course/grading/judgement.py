@@ -107,8 +107,12 @@ def compare(expected, got, keys, tolerance, inputs=None, args=None):
             worst = max(worst, err)
             if not err <= tolerance:
                 problems.append((err, wrong_array(name, want, have, err, inputs, args)))
-    worst = max([worst, *(e for e, _ in problems)], key=lambda e: math.inf if math.isnan(e) else e)
-    return worst, [text for _, text in problems]
+    return largest([worst, *(e for e, _ in problems)]), [text for _, text in problems]
+
+
+def largest(errors):
+    """The largest of `errors`, nan (an array not finite) counted above every number."""
+    return max(errors, key=lambda e: math.inf if math.isnan(e) else e)
 
 
 def wrong_array(name, want, have, err, inputs, args):

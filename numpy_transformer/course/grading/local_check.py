@@ -3,6 +3,7 @@
     write_expected(path, checks)   at `assignment make`: every check's tasks run on the
                                    reference on public inputs, their inputs and outputs
                                    saved as numbers in expected.npz
+    assigned_parts()               the parts the copy assigns (its assignment.json)
     check_parts(parts=None)        in the copy: {part: (verdict, message)}
     check_command(parts, out=print)   one line per part; 0 when every asked part passes
 
@@ -10,13 +11,19 @@ The copy holds expected.npz (expected outputs on fixed public inputs, as numbers
 no code, no formula; the grader draws its own inputs at grading time from a secret
 the copy does not hold, harness.task_seed, so a lookup in this file finds none of
 them; a table that depends on its sizes alone, the sinusoidal one, is checked here
-at other sizes than the grader's, PUBLIC_SIZES) and the grader's table of scenarios (harness.py, steps.py,
-scenarios_*.py), run with the switch set to the package's OWN sub-layers (the
-copy holds no stand-ins): each part's module of the copy is fed the saved
-inputs and its outputs are compared with the saved ones as the grader does:
-pass at the check's tolerance (1e-12 relative), "numerically close" up to 1e-6,
-else wrong (with diagnose.py's reading of how the arrays differ). A composite
-part whose own check fails while a part it uses fails too says "check PART first".
+at other sizes than the grader's, PUBLIC_SIZES) and the grader's table of scenarios
+(harness.py, steps.py, scenarios_*.py), run with the switch set to the package's OWN
+sub-layers (the copy holds no stand-ins): each part's module of the copy is fed the
+saved inputs and its outputs are compared with the saved ones by the grader's own
+judgement (judgement.py: pass at the check's tolerance, 1e-12, each array measured
+against its own size or 1e-3 of the task's largest value, whichever is larger;
+"numerically close" up to 1e-6, else wrong, with diagnose.py's reading of how the
+arrays differ). A composite part whose own check fails while a part it uses fails
+too says "check PART first".
+
+The check reports the parts the copy assigns (`assignment make --parts ...`, recorded
+in the copy's assignment.json), as the grader's table does: a part not assigned holds
+the reference's code, and is neither reported nor named in "check PART first".
 """
 
 import json
@@ -27,11 +34,12 @@ import numpy as np
 from ...errors import InputError
 from .harness import Draw, Read, run_task, task_seed
 from .judgement import compare, label, numeric_message  # noqa: F401  (the grader's judgement)
-from ..parts import validate_parts
+from ..parts import PARTS, validate_parts
 
 PACKAGE = __name__.split(".")[0]        # the package under check: the copy's own
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected.npz"
+MANIFEST = HERE.parents[2] / "assignment.json"     # the copy's: written by `assignment make`
 
 # A composite part runs these parts' code too: when one of them fails, check it first.
 USES = {
@@ -106,8 +114,32 @@ def run_check(check, arrays):
     return ""
 
 
-def check_parts(parts=None, path=EXPECTED):
-    """{part: ("pass" | "fail" | "check first", message)} for `parts` (default: all)."""
+def assigned_parts(manifest=MANIFEST):
+    """The parts the copy assigns, in the order of PARTS: the "parts" of its assignment.json
+    (every part where there is none: the reference package); InputError when it is damaged."""
+    manifest = Path(manifest)
+    if not manifest.is_file():
+        return validate_parts(None)
+    try:
+        parts = json.loads(manifest.read_text(encoding="utf-8")).get("parts")
+    except (ValueError, AttributeError) as error:       # not JSON, or not an object
+        parts = error
+    if not isinstance(parts, list) or not parts or not all(p in PARTS for p in parts):
+        raise InputError(f"{manifest} is damaged: its \"parts\" should list the parts of the "
+                         "assignment; make the copy again")
+    return validate_parts(parts)
+
+
+def check_parts(parts=None, path=EXPECTED, assigned=None):
+    """{part: ("pass" | "fail" | "check first", message)} for `parts` (default: every part
+    of the assignment), among the `assigned` ones (default: assigned_parts(); InputError
+    for a part asked that the copy does not assign)."""
+    assigned = assigned_parts() if assigned is None else validate_parts(assigned)
+    asked = assigned if parts is None else validate_parts(parts)
+    others = [p for p in asked if p not in assigned]
+    if others:
+        raise InputError(f"{', '.join(others)}: not a part of this assignment (its parts: "
+                         f"{', '.join(assigned)}); the others hold the reference's code")
     plan, arrays = load(path)
     own = {}
 
@@ -118,9 +150,9 @@ def check_parts(parts=None, path=EXPECTED):
         return own[part]
 
     verdicts = {}
-    for part in validate_parts(parts):
+    for part in asked:
         failed = own_verdict(part)
-        first = [p for p in USES.get(part, ()) if p in plan and own_verdict(p)]
+        first = [p for p in USES.get(part, ()) if p in plan and p in assigned and own_verdict(p)]
         mine = [p for p in failed if f"[assignment part {part}]" in p]
         if not failed:
             verdicts[part] = ("pass", "")

@@ -37,7 +37,7 @@ from ...errors import InputError
 from . import checks_layers, checks_models, checks_training
 from .diagnose import error_hint, import_failure
 from .harness import Draw, Read, run_task, task_seed
-from .judgement import NUMERIC, compare  # noqa: F401  (the one judgement: judgement.py)
+from .judgement import NUMERIC, compare, largest  # noqa: F401  (the one judgement)
 from ..parts import PARTS, TITLES, validate_parts  # noqa: F401
 from .standins import StandIns
 
@@ -156,8 +156,7 @@ def score_check(c, index, outputs, status, ref):
         if wrong and other is not None:
             err_other, wrong_other = compare(other, got, c.keys, c.tolerance, inputs)
             err, wrong = (err_other, []) if not wrong_other else (err, wrong)
-        worst = err if worst is None else max(worst, err,
-                                               key=lambda e: math.inf if math.isnan(e) else e)
+        worst = err if worst is None else largest([worst, err])
         problems += wrong
     if not problems:
         return CheckResult(c.name, c.points, c.points, True, worst, "ok")
@@ -199,7 +198,7 @@ def summarize(part, results):
     failed = [r for r in results if not r.passed]
     message = (f"{failed[0].name}: {failed[0].message}" if failed
                else f"all {len(results)} checks passed")
-    worst = max(errors, key=lambda e: math.inf if math.isnan(e) else e) if errors else None
+    worst = largest(errors) if errors else None
     return PartResult(part, sum(r.points for r in results), sum(r.max_points for r in results),
                       worst, message, results)
 
