@@ -51,7 +51,22 @@ FILE_MODULES = {"pickle", "marshal", "shelve", "os", "io", "pathlib", "glob", "s
                 "socket", "subprocess", "requests"}
 FILE_PATH = re.compile(r"\.(npz|npy|pkl|pickle|h5|mat)\b")      # a data file's name
 WHY = {"complex": "computes on complex numbers", "imag": "reads .imag or .real",
-       "file": "loads a file or data", "forward": "calls its own forward in its backward"}
+       "file": "loads a file or data", "forward": "calls its own forward in its backward",
+       # what the worker saw while the code ran (observe.py)
+       "ran_forward": "ran a forward of the package inside its backward (or a forward "
+                      "inside itself)",
+       "ran_complex": "made complex numbers while it ran",
+       "ran_precision": "made Decimal, Fraction or object values while it ran",
+       "ran_arith": "computed with a class of its own that defines arithmetic (dual "
+                    "numbers?)",
+       "tamper": "switched the grader's watch off while it ran",
+       "replaced": "the backward that ran is not the graded function (replaced at import?)",
+       "cost": "does work that grows with the arrays' width (an evaluation per element: "
+               "a numerical derivative?)",
+       "unwatched": "ran without the grader's watch reporting on it"}
+RAN = ("ran_forward", "ran_complex", "ran_precision", "ran_arith", "tamper")   # observe's notes
+GROWTH, SLACK = 2, 50     # a cost flag: events at WIDER times the widths > GROWTH x + SLACK
+WIDER = 4                 # observe.WIDER
 
 
 @dataclass(frozen=True)
@@ -172,16 +187,15 @@ def scan_function(node, qualname, lines, part, path, added=None):
             for line, kinds in sorted(found.items())]
 
 
-def review(root, parts=None, reference=None):
-    """{part: [Flag]} for the copy in `root` (its numpy_transformer/ package), each part's
-    graded functions read as the reference's regions (in `reference`, default this
-    package) name them. A file that does not parse is no flag (the part fails anyway)."""
+def _graded(root, parts, reference):
+    """{part: [(path, qualname, FunctionDef, lines, added)]}: each part's graded functions as
+    they are in the copy in `root` (read, never run), named by the reference's regions."""
     from ..copies.make import PACKAGE, package_regions
     from ...system.files import read_regular
     reference = Path(reference or PACKAGE)
     package = Path(root) / "numpy_transformer"
     wanted = set(parts) if parts is not None else None
-    flags = {}
+    found = {}
     regions = [r for r in package_regions(reference) if wanted is None or r.part in wanted]
     for path in sorted({r.path for r in regions}):
         file = package / path
@@ -197,10 +211,102 @@ def review(root, parts=None, reference=None):
         lines = re.split(r"\r\n|\r|\n", text)             # as the parser counts lines
         for r in (r for r in regions if r.path == path):
             if r.qualname in theirs:
-                flags.setdefault(r.part, []).extend(
-                    scan_function(theirs[r.qualname], r.qualname, lines, r.part, path, added))
-    return {part: sorted(set(found), key=lambda f: (f.path, f.line))
+                found.setdefault(r.part, []).append(
+                    (path, r.qualname, theirs[r.qualname], lines, added))
+    return found
+
+
+def review(root, parts=None, reference=None, observed=None):
+    """{part: [Flag]} for the copy in `root` (its numpy_transformer/ package): each part's
+    graded functions read as the reference's regions (in `reference`, default this
+    package) name them, and what the grading workers saw of them while they ran
+    (`observed`: runner.observations's list; default, what the last grading of this copy
+    left there, taken once). A file that does not parse is no flag (the part fails anyway)."""
+    graded = _graded(root, parts, reference)
+    flags = {}
+    for part, functions in graded.items():
+        for path, qualname, node, lines, added in functions:
+            flags.setdefault(part, []).extend(
+                scan_function(node, qualname, lines, part, path, added))
+    if observed is None:
+        from ..sandbox.runner import observations
+        observed = observations(root)
+    for part, found in ran_flags(graded, observed, parts).items():
+        flags.setdefault(part, []).extend(found)
+    return {part: sorted(set(found), key=lambda f: (f.path, f.line, f.kinds))
             for part, found in flags.items() if found}
+
+
+def _part_of(kinds, parts):
+    """The part (of `parts`, None: all) whose checks run exactly the task kinds `kinds`."""
+    from ..grading.scoring import CHECKS
+    for part in (parts if parts is not None else CHECKS):
+        if sorted({t["kind"] for c in CHECKS.get(part, []) for t in c.tasks}) == list(kinds):
+            return part
+    return None
+
+
+def ran_flags(graded, observed, parts=None):
+    """{part: [Flag]} from what the workers saw (observe.py) of each part: `observed` is
+    [(task kinds, {task id: kind}, status)] per part run; `graded` is _graded's."""
+    flags = {}
+    for kinds, tasks, status in observed:
+        part = _part_of(kinds, parts)
+        if part is not None and part in graded and isinstance(status, dict):
+            flags.setdefault(part, []).extend(part_ran_flags(part, graded[part], tasks, status))
+    return flags
+
+
+def part_ran_flags(part, functions, tasks, status):
+    """The Flags of one part from its worker's status: the notes of each watched task, a
+    backward that ran other than the graded function, a cost that grows with the width, a
+    watched task that ran without a report."""
+    from ..sandbox.observe import watched
+    path, _, node, lines, _ = functions[0]      # where a flag without a line of its own goes
+    texts = {p: l for p, _, _, l, _ in functions}
+    flags = set()
+
+    def flag(kind, where, line, note=""):
+        text = texts.get(where)
+        if text is None or not 0 < line <= len(text):
+            where, line, text = path, node.lineno, lines
+        flags.add(Flag(part, where, line, (kind,), (text[line - 1].strip()[:200] + note)))
+    for tid, kind in tasks.items():
+        entry = status.get(tid)
+        if not isinstance(entry, dict) or not watched(kind):
+            continue
+        ran, seen = entry.get("state") == "ok", entry.get("observed")
+        if not isinstance(seen, dict):
+            if ran:
+                flag("unwatched", path, 0)
+            continue
+        if ran and not seen.get("windows"):
+            flag("unwatched", path, 0)
+        for note in _listed(seen.get("notes"), 3):
+            if note[0] in RAN:
+                flag(note[0], str(note[1]), _int(note[2]))
+        for entry_path, first, qualname in _listed(seen.get("entries"), 3):
+            inside = any(p == entry_path and fn.lineno <= _int(first) <= fn.end_lineno
+                         for p, _, fn, _, _ in functions)
+            if ran and not inside:
+                flag("replaced", str(entry_path), _int(first),
+                     f"  [ran {str(qualname)[:60]} of {entry_path or 'no file of the package'}]")
+        cost = entry.get("cost")
+        if isinstance(cost, list) and len(cost) == 2 and all(isinstance(c, int) for c in cost) \
+                and cost[1] > GROWTH * cost[0] + SLACK:
+            flag("cost", path, 0, f"  [{cost[0]} events at the task's widths, {cost[1]} at "
+                                  f"{WIDER} times them]")
+    return sorted(flags, key=lambda f: (f.path, f.line, f.kinds))
+
+
+def _listed(value, width):
+    """The entries of a worker's list that are lists of `width` items (others ignored)."""
+    return [v for v in value if isinstance(v, list) and len(v) == width] \
+        if isinstance(value, list) else []
+
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def flag_results(results, flags, refuse=False):

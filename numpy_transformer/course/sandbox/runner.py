@@ -3,6 +3,7 @@ limits, and a time limit for the whole submission.
 
     with Harness(python, timeout, total_timeout, memory_mb) as harness:
         outputs, status, problem = harness.run(student_dir, reference, timeout, memory_mb)
+    observations(student_dir)     # what the worker saw of each part (observe.py), once
 
 `Harness` copies the harness files (worker.py, harness.py, steps.py, scenarios_*.py,
 standins.py, forgiving_loader.py, private_root.py: NumPy-only code, no reference solution) into a
@@ -52,7 +53,8 @@ from .namespaces import DISK_MB, INSIDE, PROCESSES, isolation
 
 HERE = Path(__file__).resolve().parent
 GRADING = HERE.parent / "grading"
-HARNESS_FILES = {HERE: ("worker.py", "forgiving_loader.py", "private_root.py"),   # the box's
+HARNESS_FILES = {HERE: ("worker.py", "forgiving_loader.py", "private_root.py",   # the box's
+                        "observe.py"),
                  GRADING: ("harness.py", "steps.py", "scenarios_layers.py",        # the table's
                            "scenarios_models.py", "standins.py")}
 ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")  # what a worker inherits
@@ -148,7 +150,20 @@ class Harness:
             for entry in result[1].values():            # a child killed, the worker not
                 if isinstance(entry, dict) and entry.get("state") == "error":
                     entry["message"] = f"{entry.get('message', '')} (a process {said})"
+        self._keep(root, reference, result[1])
         return _as_seen_from(root, seen["student"], _limits_named(result))
+
+    def _keep(self, root, reference, status):
+        """Keep what the worker saw of the part (observe.py: the status's "observed" and
+        "cost") for honesty.py, which takes it with `observations(root)`; a new Harness's
+        first part replaces what an earlier grading of the same copy left."""
+        key = str(Path(root).resolve())
+        owner, runs = OBSERVED.get(key, (None, []))
+        if owner != id(self):
+            runs = []
+        kinds = sorted({t["kind"] for t in reference.tasks})
+        runs.append((kinds, {t["id"]: t["kind"] for t in reference.tasks}, status))
+        OBSERVED[key] = (id(self), runs)
 
     def _prepare(self, root, reference):
         """The part's folder (tasks, inputs, empty result files, a scratch copy), the paths
@@ -224,6 +239,15 @@ class Harness:
         if "fatal" in status_of:
             return {}, {}, f"the package does not import: {str(status_of['fatal'])[:300]}"
         return outputs, status_of, None
+
+
+OBSERVED = {}       # the copy's folder -> (id of its Harness, [(kinds, {task id: kind}, status)])
+
+
+def observations(root):
+    """[(task kinds, {task id: kind}, status)] of each part the last Harness ran on the copy in
+    `root`, in order, and forgotten here (honesty.review turns them into flags)."""
+    return OBSERVED.pop(str(Path(root).resolve()), (None, []))[1]
 
 
 def scratch_copy(root, into):

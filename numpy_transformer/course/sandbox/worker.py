@@ -25,7 +25,9 @@ half-imported are dropped before the next task.
 
 Each task (harness.py) runs on the teacher's arrays from INPUTS.npz; its
 output arrays go to OUTPUTS.npz and a short status per task (ok, not
-implemented, or the error) to STATUS.json. The teacher compares the arrays
+implemented, or the error) to STATUS.json, with what observe.py saw while the
+task's forward and backward ran and the cost of its backward on wider arrays
+(for honesty.py, on the teacher's side: flags, never points). The teacher compares the arrays
 with its own reference results: nothing printed, written elsewhere or faked
 here can raise a score, only arrays equal to the right ones.
 """
@@ -75,9 +77,9 @@ def isolate(student_root):
     return finder
 
 
-def forget_modules(keep):
-    """Drop every numpy_transformer module not in `keep` (half-imported ones included)."""
-    for name in [n for n in sys.modules if n.split(".")[0] == "numpy_transformer"]:
+def forget_modules(keep, pkg="numpy_transformer"):
+    """Drop every module of `pkg` not in `keep` (half-imported ones included)."""
+    for name in [n for n in sys.modules if n.split(".")[0] == pkg]:
         if name not in keep:
             del sys.modules[name]
 
@@ -97,27 +99,39 @@ def describe(error):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def run_tasks(harness, tasks, inputs):
-    """Run every task on the student's package, each part alone (stand-ins for the other
-    parts' children); returns ({"<task id>.<name>": array}, {task id: status})."""
-    standins = importlib.import_module(f"{HARNESS}.standins").StandIns
+def run_tasks(harness, tasks, inputs, observer=None, pkg="numpy_transformer", standins=None):
+    """Run every task on the student's package (named `pkg`), each part alone (stand-ins
+    for the other parts' children); returns ({"<task id>.<name>": array}, {task id:
+    status}). `inputs`: {"<task id>.<name>": array}. With an `observer` (observe.py) each
+    watched task is watched while it runs, its report in its status ("observed"), and the
+    first task of each watched kind runs again, wider, for its cost ("cost": the two
+    counts), once every task's outputs are in."""
+    if standins is None:
+        standins = importlib.import_module(f"{HARNESS}.standins").StandIns
     outputs, status = {}, {}
     for task in tasks:
         prefix = task["id"] + "."
-        arrays = {k[len(prefix):]: inputs[k] for k in inputs.files if k.startswith(prefix)}
+        arrays = {k[len(prefix):]: v for k, v in inputs.items() if k.startswith(prefix)}
         loaded = set(sys.modules)
+        watching = observer is not None and observer.watched(task["kind"])
+        if watching:
+            observer.watch()
         try:
-            found = harness.run_task("numpy_transformer", task, harness.Read(arrays), standins)
+            found = harness.run_task(pkg, task, harness.Read(arrays), standins)
         except NotImplementedError as stub:
             status[task["id"]] = {"state": "not implemented",
                                   "message": (str(stub) or "NotImplementedError")[:300]}
-            continue
         except Exception as error:                                  # noqa: BLE001
             status[task["id"]] = {"state": "error", "message": describe(error)}
-            forget_modules(loaded)      # a module that failed to import is tried afresh
-            continue
-        outputs.update({prefix + name: value for name, value in found.items()})
-        status[task["id"]] = {"state": "ok", "message": ""}
+            forget_modules(loaded, pkg)     # a module that failed to import is tried afresh
+        else:
+            outputs.update({prefix + name: value for name, value in found.items()})
+            status[task["id"]] = {"state": "ok", "message": ""}
+        if watching:
+            status[task["id"]]["observed"] = observer.stop()
+    if observer is not None:
+        for tid, counts in observer.costs(harness, tasks, standins).items():
+            status[tid]["cost"] = counts
     return outputs, status
 
 
@@ -154,13 +168,15 @@ def main(argv):
     finder.loader = importlib.import_module(f"{HARNESS}.forgiving_loader").RepairingLoader
     with open(tasks_path, encoding="utf-8") as file:
         tasks = json.load(file)
-    inputs = np.load(inputs_path, allow_pickle=False)
+    with np.load(inputs_path, allow_pickle=False) as arrays:
+        inputs = {name: arrays[name] for name in arrays.files}
     try:
         import numpy_transformer
         where = os.path.realpath(os.path.dirname(numpy_transformer.__file__))
         if where != os.path.join(student_root, "numpy_transformer"):
             raise ImportError(f"numpy_transformer came from {where}, not from {student_root}")
-        outputs, status = run_tasks(harness, tasks, inputs)
+        observer = importlib.import_module(f"{HARNESS}.observe").Observer(where, folder)
+        outputs, status = run_tasks(harness, tasks, inputs, observer)
     except Exception as error:                                      # noqa: BLE001
         outputs, status = {}, {"fatal": {"state": "error", "message": describe(error)}}
     write_results(outputs_path, outputs, status_path, status)
