@@ -2,6 +2,7 @@
 and, in a student copy, `check` its parts.
 
     python -m numpy_transformer assignment make --out DIR [--parts linear layernorm ...]
+        [--derivation-points N]
     python -m numpy_transformer assignment grade DIR [--json FILE] [--parts ...]
         [--gradescope results.json [--visibility FILE]] [--teacher] [--seed N] [--refuse-flagged]
         [--timeout SECONDS] [--total-timeout SECONDS]
@@ -9,6 +10,7 @@ and, in a student copy, `check` its parts.
         [--report SUMMARY_DIR]
     python -m numpy_transformer assignment autograder --out autograder.zip [--visibility FILE]
         [--seed N] [--refuse-flagged] [--reveal-after DATE] [--total-timeout SECONDS]
+        [--derivation-points N]
     python -m numpy_transformer assignment check [PART ...]     # in a student copy
 
 `add_subcommand(subparsers)` registers it on the package's command line; each
@@ -23,7 +25,8 @@ from .outputs import check_outputs, overwrite_option
 
 def _run_make(args):
     from ..course.copies.make import make_assignment
-    return make_assignment(args.out, args.parts, solutions=args.solutions, teacher=args.teacher)
+    return make_assignment(args.out, args.parts, solutions=args.solutions, teacher=args.teacher,
+                           derivation_points=args.derivation_points)
 
 
 def _run_grade(args):
@@ -51,8 +54,13 @@ def _run_autograder(args):
                   overwrite=args.overwrite)
     return make_autograder(args.out, args.parts, args.visibility, args.timeout, seed=args.seed,
                            refuse_flagged=args.refuse_flagged, reveal_after=args.reveal_after,
-                           total_timeout=args.total_timeout)
+                           total_timeout=args.total_timeout,
+                           derivation_points=args.derivation_points)
 
+
+DERIVATION_HELP = ("what each part's written derivation (derivations/<part>.md) is worth, "
+                   "graded by hand apart from the autograded points (default 0: read, not "
+                   "scored)")
 
 VISIBILITY_HELP = ('a JSON file mapping "default", part names and "part/check" names to '
                    "visible, hidden, after_due_date or after_published (default: all visible)")
@@ -127,6 +135,8 @@ def _add_autograder(commands):
     pack.add_argument("--parts", nargs="+", metavar="PART",
                       help="the parts to grade (default: all)")
     pack.add_argument("--visibility", metavar="FILE", help=VISIBILITY_HELP)
+    pack.add_argument("--derivation-points", type=nonnegative_int, default=0, metavar="N",
+                      help=DERIVATION_HELP)
     pack.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                       help="time limit of each part (default 60)")
     pack.add_argument("--seed", type=nonnegative_int, metavar="N",
@@ -172,6 +182,8 @@ def add_subcommand(subparsers, list_parts=True):
                       help="also copy the answer keys of the lessons' think questions "
                            "(notebooks/answers/) and keep the parts' formulas in docstrings "
                            "and lessons: a teacher copy, not for students")
+    make.add_argument("--derivation-points", type=nonnegative_int, default=0, metavar="N",
+                      help=DERIVATION_HELP)
     add_common(make, threads=False)           # copies files: no BLAS
     make.set_defaults(run=_run_make)
     _add_grade(commands)

@@ -8,8 +8,9 @@ The scan makes a student copy with every part stubbed and reads every file in it
   ones, a cell computing a part's answer, and the unnamed exercises);
 - every line of the grader that the copy must not carry: every module of
   assignment/ (the checks, the catalogue of mistakes, the runner, ...) but
-  parts.py, which the copy carries, and make.py and installable.py, which
-  hold the text of the copy's own small modules and pyproject.toml;
+  parts.py, which the copy carries, and make.py, installable.py,
+  student_course.py and derivations.py, which hold the text of the copy's own
+  small modules, pyproject.toml and derivation questions;
 - every line of the answer keys of the think questions (notebooks/answers/).
 
 Lines are compared with their whitespace normalised and a trailing comment
@@ -50,7 +51,8 @@ from numpy_transformer.course.copies.make import (ANSWERS, PACKAGE, STUDENT_GRAD
 ROOT = PACKAGE.parent
 NOTEBOOKS = ROOT / "notebooks"
 LONG = 30                       # solution lines this long are also found inside longer lines
-COPY_WRITERS = ("make.py", "installable.py", "student_course.py")   # the copy's own files' text
+COPY_WRITERS = ("make.py", "installable.py", "student_course.py",
+                "derivations.py")                      # the copy's own files' text
 COURSE = PACKAGE / "course"
 STUDENT_SIDE = [COURSE / "parts.py", *(COURSE / "grading" / name for name in STUDENT_GRADING)]
 GRADER_FILES = sorted(p for room in (*TEACHER_ROOMS, "grading") for p in (COURSE / room).glob("*.py"))

@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 
 from numpy_transformer.course.classroom import class_run as classrun, similarity
+from numpy_transformer.course.classroom.class_report import part_causes
+from numpy_transformer.course.classroom.grade import GradeReport
+from numpy_transformer.course.grading.scoring import CheckResult, PartResult
 from numpy_transformer.course.classroom.grade_command import grade_command
 from numpy_transformer.course.copies.make import make, package_regions
 from numpy_transformer.course.copies.markers import write_region_bodies
@@ -156,6 +159,7 @@ def check_class(dirs, folder, report):
     assert (report / "pass_rates.png").stat().st_size > 1000
     assert "<td>ada and bob</td>" in page and "not implemented (" in page
     assert "assigned (=) instead of accumulated" in page      # linear_overwrites' cause
+    assert page.count("assigned (=) instead of accumulated") == 1     # in 2 arrays: 1 cause
     return rows
 
 
@@ -306,3 +310,31 @@ def test_renaming_and_reformatting_change_no_token_and_the_threshold_has_room():
     [pair] = similarity.scored_pairs({"ada": {"linear": ADA[LINEAR]},
                                       "bob": {"linear": BOB[LINEAR]}}, ["linear"])
     assert pair["similarity"] == 1.0 and pair["shared_tokens"] >= similarity.MIN_SHARED
+
+
+ASSIGNED = "the expected one minus what it held before: assigned (=) instead of accumulated (+=)?"
+
+
+def wrong(*arrays, cause=ASSIGNED):
+    """A failed check's message (scoring.py's form) naming `cause` in each of `arrays`."""
+    problems = "; ".join(f"the gradient of {a} (rel err 1.0e+00): your gradient of {a} is "
+                         f"{cause}" for a in arrays)
+    return f"{problems}. Expected: every contribution [a correct answer: rel err ~1e-15]"
+
+
+def linear_report(*messages):
+    checks = [CheckResult(f"check {i}", 0, 5, False, 1.0, m) for i, m in enumerate(messages)]
+    return GradeReport("hw", [PartResult("linear", 0, 5 * len(checks), 1.0, messages[0],
+                                         checks)])
+
+
+def test_the_common_causes_count_each_cause_once_per_student():
+    """A student with one slip seen in three arrays (over two checks) counts once for it,
+    as does one who shows it in one array; a cause is worded without its array."""
+    graded = [("ada", linear_report(wrong("weight", "bias"), wrong("weight"))),
+              ("bob", linear_report(wrong("input 1"))),
+              ("cy", linear_report(wrong("weight", cause="the transpose of the expected one"))),
+              ("dan", "not graded: a damaged assignment.json")]
+    assert part_causes(graded, "linear") == [(f"your array is {ASSIGNED}", 2),
+                                             ("your array is the transpose of the expected one",
+                                              1)]

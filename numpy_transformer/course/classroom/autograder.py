@@ -17,7 +17,9 @@ the score is what /autograder/results/results.json says. The zip holds:
                       new random secret; a number: the teacher's secret, closed to the
                       student's code like all of source/ and in no student copy) and
                       the manifest (assignment.json) of a student copy of those parts, from
-                      make(); not a file of its own, which would mark source/ a student copy
+                      make(), with what each written derivation is worth (graded by hand,
+                      gradescope.py); not a file of its own, which would mark source/ a
+                      student copy
     numpy_transformer/  the teacher's package, grader included; it stays in
                         /autograder/source and is not installed; the grader runs from an
                         empty working directory, and its workers in a private root
@@ -104,16 +106,17 @@ def _package_files(package=PACKAGE):
             yield path, f"numpy_transformer/{relative.as_posix()}"
 
 
-def _manifest_of(parts):
+def _manifest_of(parts, derivation_points=0):
     """The assignment.json of a student copy of `parts` (make() writes it), as a dict."""
     from ..copies.make import make
     with tempfile.TemporaryDirectory() as tmp:
-        make(Path(tmp) / "copy", parts)
+        make(Path(tmp) / "copy", parts, derivation_points=derivation_points)
         return json.loads((Path(tmp) / "copy" / "assignment.json").read_text(encoding="utf-8"))
 
 
 def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
-                     refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT):
+                     refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT,
+                     derivation_points=0):
     """Write the Gradescope autograder zip to `out`; returns its configuration (a dict).
 
     parts       the parts to grade (default: all); InputError for unknown ones
@@ -125,6 +128,8 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
     refuse_flagged  a part whose code honesty.py flags scores 0 (default: reported only)
     reveal_after    an ISO date: the checks that would be visible stay hidden until then
                 (gradescope.py: after_due_date when graded before it)
+    derivation_points  what each part's written derivation is worth, graded by hand in
+                Gradescope's manual grading (its results.json test scores 0 of 0)
     """
     from ..grading.scoring import validate_parts, validate_seed
     parts, seed = validate_parts(parts), validate_seed(seed)
@@ -141,7 +146,7 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
               "visibility": read_visibility(visibility).to_dict(),
               "reveal_after": None if reveal_after is None
               else read_visibility(None, reveal_after).reveal_after.isoformat(),
-              "manifest": _manifest_of(parts)}          # InputError from a student copy
+              "manifest": _manifest_of(parts, derivation_points)}   # InputError: a student copy
     partial = out.with_name(out.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
@@ -154,10 +159,11 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
 
 
 def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print, seed=None,
-                    refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT):
+                    refuse_flagged=False, reveal_after=None, total_timeout=TOTAL_TIMEOUT,
+                    derivation_points=0):
     """`assignment autograder --out ZIP`: write the zip and say how to use it."""
     config = build_autograder(out, parts, visibility, timeout, seed, refuse_flagged,
-                              reveal_after, total_timeout)
+                              reveal_after, total_timeout, derivation_points)
     worst = min(len(config["parts"]) * config["timeout"], config["total_timeout"])
     hidden = sorted({v for v in config["visibility"].values()} - {"visible"})
     out_fn(f"wrote {out}: a Gradescope autograder for parts {', '.join(config['parts'])}"
@@ -166,6 +172,10 @@ def make_autograder(out, parts=None, visibility=None, timeout=60.0, out_fn=print
            "programming assignment's autograder (Ubuntu base image) with a time limit above "
            f"{worst:g} s (the worst case); students submit "
            "their numpy_transformer/ folder or their whole copy.")
+    points = config["manifest"].get("derivation_points", 0)
+    out_fn(f"Each part's written derivation (derivations/<part>.md) shows as a 0-point test; "
+           "grade it by hand: turn on the assignment's manual grading and add a question per "
+           f"part{f' worth {points} points' if points else ''}.")
     if config["reveal_after"]:
         out_fn(f"The visible checks stay hidden until {config['reveal_after']}: set the "
                "assignment's due date to it, and regrade after it to show them at once.")

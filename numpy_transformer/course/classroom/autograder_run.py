@@ -14,6 +14,11 @@ with the teacher's parts and time limit, on inputs drawn from the zip's seed or,
 where it has none, from a new random secret for this submission. Whatever goes wrong (no package, two
 packages, a grader error) still ends in a valid results.json: score 0 and the
 reason. The exit status is 0 once results.json is written.
+
+The written derivations (derivations.py) travel beside the package: the submission's
+derivations/ folder beside the student's numpy_transformer/ (a whole copy), or else
+the shallowest one anywhere in it; its plain .md files (no links) are copied into the
+assembled copy, and a part without one is "not answered".
 """
 
 import json
@@ -26,6 +31,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...system.files import read_json
+from ..copies.derivations import FOLDER as DERIVATIONS
 from .gradescope import gradescope_results, not_graded_results, read_visibility, write_json
 from ..sandbox.runner import TOTAL_TIMEOUT
 
@@ -69,10 +75,33 @@ def _no_links(folder, names):
             or os.path.islink(os.path.join(folder, n))]
 
 
-def assemble(package, manifest, into):
-    """A student copy in `into`: the student's package and the teacher's manifest."""
+def find_derivations(submission, package):
+    """The submission's derivations/ folder: beside the student's package, or else the
+    shallowest one (None when there is none; links are never followed)."""
+    submission, beside = Path(submission), Path(package).parent / DERIVATIONS
+    if beside.is_dir() and not beside.is_symlink() and submission in (beside.parent,
+                                                                      *beside.parents):
+        return beside
+    level = [submission]
+    for _ in range(MAX_DEPTH + 1):
+        found = [f for f in level if f.name == DERIVATIONS and f != submission]
+        if found:
+            return found[0]
+        level = [child for f in level for child in sorted(f.iterdir())
+                 if child.is_dir() and not child.is_symlink() and child.name not in SKIPPED]
+    return None
+
+
+def assemble(package, manifest, into, derivations=None):
+    """A student copy in `into`: the student's package, the teacher's manifest, and the
+    plain .md files of the student's `derivations` folder (where there is one)."""
     into = Path(into)
     shutil.copytree(package, into / PACKAGE_NAME, ignore=_no_links)
+    if derivations is not None:
+        (into / DERIVATIONS).mkdir()
+        for path in sorted(Path(derivations).glob("*.md")):
+            if path.is_file() and not path.is_symlink():
+                shutil.copyfile(path, into / DERIVATIONS / path.name)
     (into / "assignment.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                           encoding="utf-8")
     return into
@@ -92,7 +121,8 @@ def grade_submission(root):
     try:
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
         with tempfile.TemporaryDirectory() as tmp:
-            copy = assemble(package, config["manifest"], Path(tmp) / "copy")
+            copy = assemble(package, config["manifest"], Path(tmp) / "copy",
+                            find_derivations(Path(root) / "submission", package))
             report = grade(copy, parts=parts, timeout=config["timeout"],
                            total_timeout=config.get("total_timeout", TOTAL_TIMEOUT),
                            seed=config.get("seed"),

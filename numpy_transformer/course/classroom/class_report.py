@@ -1,17 +1,22 @@
 """The class summary, for the teacher: DIR/index.html and its figures.
 
-    write_report(folder, graded, parts, similar)   -> the page's path
+    write_report(folder, graded, parts, similar, dirs=None)   -> the page's path
 
 `graded` is the class run's [(name, GradeReport or why it was not graded)],
-`similar` the similarity pairs (similarity.py). The page holds:
+`similar` the similarity pairs (similarity.py), `dirs` {name: the student's folder}
+(to show each student's code beside their derivation). The page holds:
 
 - the score distribution (scores.png: how many students reached each total) and
   each part's pass rate (pass_rates.png: the share of graded students with full
   points in it), drawn with matplotlib on Figure objects (no pyplot, no display);
 - per part, the most common diagnosed causes: every failed check's message is cut
   into what the grader saw (the diagnosis after "(rel err ...):", "not implemented",
-  "numerically close", "wrong shape", a crash, ...), and equal causes are counted;
-- the similar pairs, and the folders that could not be graded, with why.
+  "numerically close", "wrong shape", a crash, ...), each worded without the array it
+  was seen in (a slip in dx, dW and db is one cause), and counted once per student;
+- the similar pairs, and the folders that could not be graded, with why;
+- the written derivations (derivations.py), graded by hand: per part, each student's
+  answer (or "not answered", marked) beside their code of the part, its points and the
+  lines honesty.py flagged, in a <details> element per student and part.
 
 The page is self-contained (no script, no style sheet or image from elsewhere: the
 figures are inside it as data: URLs, and also written beside it as PNG files). It
@@ -43,8 +48,18 @@ def need_matplotlib():
         raise InputError(INSTALL) from None
 
 
+def _cause(what, said):
+    """A diagnosis worded without the array it was seen in (`what`: the array's label), so
+    that one slip in several arrays is one cause: "your gradient of weight is ..." and
+    "your gradient of bias is ..." both read "your array is ..."."""
+    for name in dict.fromkeys((what, what.removeprefix("the "))):
+        said = said.replace(f"your {name} ", "your array ")
+    return said
+
+
 def causes(message):
-    """The causes a failed check's message names (see the module), one per problem."""
+    """The causes a failed check's message names (see the module), one per problem, each
+    worded without its array."""
     if message.startswith("not implemented"):
         return ["not implemented"]
     if " does not import: " in message:
@@ -57,11 +72,16 @@ def causes(message):
         if "numerically close" in problem:
             found.append("numerically close, not exact")
         elif seen:
-            found.append(seen["cause"] or "wrong values, no diagnosis")
+            found.append(_cause(seen["what"], seen["cause"]) if seen["cause"]
+                         else "wrong values, no diagnosis")
         elif ": shape " in problem:
             found.append("wrong shape")
         elif problem.endswith(": not finite"):
             found.append("not finite")
+        elif problem.endswith(": missing"):
+            found.append("an output missing")
+        elif ": dtype " in problem:
+            found.append("wrong dtype")
         elif problem.startswith("task "):
             found.append(re.sub(r"^task \d+: ", "", problem)[:120])
         else:
@@ -70,7 +90,8 @@ def causes(message):
 
 
 def part_causes(graded, part):
-    """[(cause, how many students)] of `part`, most common first (TOP of them)."""
+    """[(cause, how many students)] of `part`, most common first (TOP of them): a student
+    counts once per cause, however many checks and arrays show it."""
     counts = collections.Counter()
     for _, report in graded:
         if isinstance(report, str):
@@ -126,7 +147,10 @@ def pass_rate(reports, part):
 
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
-         "padding:.3em .6em;text-align:left;vertical-align:top}img{max-width:100%}")
+         "padding:.3em .6em;text-align:left;vertical-align:top}img{max-width:100%}"
+         "pre{white-space:pre-wrap;margin:0;font-size:90%}td.pair{width:50%}"
+         ".unanswered{background:#fde2e2}summary{cursor:pointer}")
+UNANSWERED = "NOT ANSWERED"                # how the page marks a derivation left as it came
 
 
 def _table(header, rows):
@@ -140,8 +164,62 @@ def _image(name, png, alt):
     return f'<p><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"> ({name})</p>'
 
 
-def page(graded, parts, similar, pngs):
-    """The summary's HTML text (see the module)."""
+def codes_of(dirs, parts):
+    """{name: {part: the student's code of the part}} of the folders `dirs` ({name: folder});
+    a copy whose markers are broken shows no code (its grade says why)."""
+    from .similarity import region_texts
+    codes = {}
+    for name, directory in (dirs or {}).items():
+        try:
+            codes[name] = region_texts(Path(directory) / "numpy_transformer", parts)
+        except (InputError, OSError, UnicodeError):
+            codes[name] = {}
+    return codes
+
+
+def _pre(text):
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+def _derivation(name, result, derivation, code):
+    """One student's derivation of one part beside their code, points and flags."""
+    flags = [f"{f['path']}:{f['line']}: {f['why']}: {f['source']}" for f in result.flags]
+    status = "answered" if derivation.answered else UNANSWERED
+    summary = (f"{name}: {status}; code {result.points}/{result.max_points}"
+               + (f", {len(flags)} line{'s' * (len(flags) != 1)} flagged" if flags else ""))
+    mark = "" if derivation.answered else ' class="unanswered"'
+    right = (_pre(code) if code is not None else "<p>(no code read)</p>") + (
+        "<p>flagged for review:</p>" + _pre("\n".join(flags)) if flags else "")
+    return (f"<details><summary{mark}>{html.escape(summary)}</summary><table><tr>"
+            f"<th>derivation ({derivation.max_points or 'no'} points, by hand)</th>"
+            f"<th>code</th></tr><tr><td class=\"pair\"{mark}>{_pre(derivation.text)}</td>"
+            f"<td class=\"pair\">{right}</td></tr></table></details>")
+
+
+def derivations_section(graded, parts, codes):
+    """The page's section on the written derivations (see the module); [] when no graded
+    student has any."""
+    reports = [(name, r) for name, r in graded if not isinstance(r, str) and r.derivations]
+    if not reports:
+        return []
+    rows, blocks = [], []
+    for part in parts:
+        mine = [(name, r.by_part().get(part), d) for name, r in reports
+                for d in r.derivations if d.part == part]
+        left = [name for name, _, d in mine if not d.answered]
+        rows.append([part, f"{len(mine) - len(left)} of {len(mine)}", ", ".join(left) or "-"])
+        blocks.append(f"<h3>{html.escape(part)}</h3>")
+        blocks += [_derivation(name, result, d, codes.get(name, {}).get(part))
+                   for name, result, d in mine if result is not None]
+    return ["<h2>Written derivations (graded by hand)</h2>",
+            "<p>Each student's derivations/&lt;part&gt;.md, from its shapes on, beside their "
+            f"code of the part; {UNANSWERED} where the file was left as it came (or missing). "
+            "Not part of the autograded points.</p>",
+            _table(["part", "answered", "not answered"], rows), *blocks]
+
+
+def page(graded, parts, similar, pngs, codes=None):
+    """The summary's HTML text (see the module); `codes`: codes_of's {name: {part: code}}."""
     reports = [r for _, r in graded if not isinstance(r, str)]
     sandbox = reports[0].warning if reports else ""
     rows = [[p, f"{100 * pass_rate(reports, p):.0f}%",
@@ -161,6 +239,7 @@ def page(graded, parts, similar, pngs):
             "verdict.</p>",
             _table(["students", "similarity", "shared tokens", "parts"], pairs) if pairs
             else "<p>No pair above the threshold.</p>"]
+    body += derivations_section(graded, parts, codes or {})
     if lost:
         body += ["<h2>Not graded</h2>", _table(["folder", "why"], lost)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -168,8 +247,10 @@ def page(graded, parts, similar, pngs):
             + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_report(folder, graded, parts, similar):
-    """Write folder/index.html and its PNG figures (each file atomically); the page's path."""
+def write_report(folder, graded, parts, similar, dirs=None):
+    """Write folder/index.html and its PNG figures (each file atomically); the page's path.
+    `dirs`: {name: folder} of the students, whose code the page shows beside their
+    derivations."""
     need_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,5 +259,5 @@ def write_report(folder, graded, parts, similar):
         with atomic_write(folder / name, "wb", suffix=".png") as file:
             file.write(png)
     with atomic_write(folder / "index.html", "w", suffix=".html") as file:
-        file.write(page(graded, parts, similar, pngs))
+        file.write(page(graded, parts, similar, pngs, codes_of(dirs, parts)))
     return folder / "index.html"

@@ -18,15 +18,22 @@ and leaves none behind; where that is impossible, the report's `warning` says
 so (printed once, and in Gradescope's output). Composite parts run with stand-ins for
 the other parts' layers (standins.py), so a mistake costs points in its own
 part only.
+
+Beside the code, the grade carries each part's written derivation (derivations.py): the
+student's text of derivations/<part>.md, or "not answered", never scored here. They are
+graded by hand, apart from the autograded points (`points`, `max_points`): each is worth
+the copy's "derivation_points" to the teacher (GradeReport.derivations, the JSON's
+"derivations", a line under the table).
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import InputError
 from ...system.files import atomic_write
-from ..copies.make import PACKAGE, read_manifest
+from ..copies.derivations import read_answers
+from ..copies.make import PACKAGE, derivation_points_of, read_manifest
 from ..grading.scoring import failed_part, reference_results, score_part, validate_parts, validate_seed
 from ..copies.formulas import redact_report
 from .honesty import flag_results, review
@@ -38,6 +45,7 @@ class GradeReport:
     directory: str
     parts: list        # PartResult per graded part, in the order of PARTS
     warning: str = ""  # the protections the workers ran under (namespaces.py's line)
+    derivations: list = field(default_factory=list)   # Derivation per part: graded by hand
 
     @property
     def points(self):
@@ -53,7 +61,9 @@ class GradeReport:
     def to_dict(self):
         return {"directory": self.directory, "points": self.points,
                 "max_points": self.max_points, "parts": [r.to_dict() for r in self.parts],
-                "sandbox": self.warning}
+                "sandbox": self.warning,
+                "derivations": [d.to_dict() for d in self.derivations],
+                "derivation_max_points": sum(d.max_points for d in self.derivations)}
 
     def table(self):
         rows = [f"{'part':<20} {'points':>6} {'max':>4} {'max rel err':>11}  message"]
@@ -63,7 +73,18 @@ class GradeReport:
             rows += [f"{'':<20} {'':>6} {'':>4} {'':>11}  flagged: {f['path']}:{f['line']}: "
                      f"{f['why']}: {f['source']}" for f in r.flags]
         rows.append(f"{'total':<20} {self.points:>6} {self.max_points:>4}")
+        if self.derivations:
+            rows.append(self.derivations_line())
         return "\n".join(rows)
+
+    def derivations_line(self):
+        """One line on the written derivations: how many are answered, graded by hand."""
+        answered = [d.part for d in self.derivations if d.answered]
+        left = [d.part for d in self.derivations if not d.answered]
+        worth = sum(d.max_points for d in self.derivations)
+        return (f"derivations: {len(answered)} of {len(self.derivations)} answered, graded "
+                f"by hand{f' ({worth} points, apart from the total)' if worth else ''}"
+                f"{'; not answered: ' + ', '.join(left) if left else ''}")
 
 
 def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
@@ -97,7 +118,8 @@ def grade(directory, parts=None, timeout=60.0, python=None, memory_mb=MEMORY_MB,
             results.append(failed_part(part, problem) if problem
                            else score_part(part, outputs, status, seed))
     flag_results(results, review(root, parts), refuse_flagged)     # read, never run
-    report = GradeReport(str(root), results, harness.warning)
+    report = GradeReport(str(root), results, harness.warning,
+                         read_answers(root, parts, derivation_points_of(manifest)))
     return report if teacher else redact_report(report)
 
 

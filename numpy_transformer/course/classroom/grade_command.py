@@ -13,7 +13,8 @@ and `message` (why a DIR could not be graded, else empty). A DIR that cannot be
 graded (not a student copy, a damaged assignment.json, ...) does not stop the
 class: its row has empty points and the reason. Beside the CSV goes class.json
 (every folder's checks and messages, the sandbox line), and --report DIR writes
-the teacher's class summary with the similar pairs (class_report.py, similarity.py);
+the teacher's class summary with the similar pairs and each student's written
+derivations beside their code (class_report.py, similarity.py);
 --jobs N grades N folders at once, with the same results in the same order
 (class_run.py). No output holds an absolute path.
 """
@@ -122,7 +123,7 @@ def _class_outputs(graded, dirs, parts, csv_out, report, out):
         from .similarity import similar_pairs
         named = [(name, d) for (name, r), d in zip(graded, dirs) if not isinstance(r, str)]
         similar = similar_pairs(named, shown)
-        page = write_report(report, graded, shown, similar)
+        page = write_report(report, graded, shown, similar, dict(named))
         out(f"wrote {page}: the class summary, {len(similar)} similar "
             f"pair{'s' * (len(similar) != 1)}")
     if csv_out:

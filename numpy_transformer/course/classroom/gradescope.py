@@ -28,6 +28,14 @@ for review", worth 0 points and always hidden: the teacher reads each flagged
 line there; students never see it (with refuse_flagged the part's own tests say
 it was refused). Paths inside the copy
 graded are written relative to it.
+
+Each part's written derivation (derivations.py) is one more test, "part/derivation
+(graded by hand)": the student's answer as its output (Markdown, `output_format` "md"),
+or "not answered". Gradescope's schema has no manual test, so it scores 0 of 0 (the
+autograder's score stays the checks' alone), with no status, tagged "derivation", and
+`extra_data` {"derivation": true, "answered", "max_points"}: the teacher grades it in a
+question of the assignment's manual grading, worth the copy's derivation points. Its
+visibility is the part's: students see their own answer where they see the part.
 """
 
 import json
@@ -157,13 +165,29 @@ def _flag_test(result):
                       "flagged (an answer that may not be derived):\n" + "\n".join(lines)}
 
 
+def _derivation_test(derivation, visibility):
+    """The 0-point test carrying a part's written derivation, graded by hand."""
+    worth = (f"worth {derivation.max_points} point{'s' * (derivation.max_points != 1)}, "
+             if derivation.max_points else "")
+    head = (f"Graded by hand ({worth}apart from the autograder's score): "
+            f"derivations/{derivation.part}.md as submitted.")
+    return {"name": f"{derivation.part}/derivation (graded by hand)", "score": 0,
+            "max_score": 0, "output": f"{head}\n\n{derivation.text}", "output_format": "md",
+            "tags": ["derivation"], "visibility": visibility.of(derivation.part),
+            "extra_data": {"derivation": True, "answered": derivation.answered,
+                           "max_points": derivation.max_points}}
+
+
 def gradescope_results(report, visibility=None, execution_time=None):
-    """The results.json dict of a GradeReport: one test per check, "score" the total, and
-    a hidden test per flagged part."""
+    """The results.json dict of a GradeReport: one test per check, "score" the total, a
+    hidden test per flagged part, and a test per written derivation (0 of 0 points)."""
     visibility = visibility or Visibility()
     checks = checks_of([r.part for r in report.parts])
     tests = [t for r in report.parts for t in _part_tests(r, checks[r.part], visibility)]
+    graded = len(tests)
     tests += [_flag_test(r) for r in report.parts if getattr(r, "flags", None)]
+    derivations = getattr(report, "derivations", [])
+    tests += [_derivation_test(d, visibility) for d in derivations]
     folder = str(getattr(report, "directory", "") or "")
     for number, test in enumerate(tests, 1):
         test["number"] = str(number)
@@ -171,8 +195,13 @@ def gradescope_results(report, visibility=None, execution_time=None):
             test["output"] = test["output"].replace(folder + os.sep, "").replace(folder, ".")
     results = {"score": report.points, "tests": tests, "stdout_visibility": "hidden",
                "output": f"numpy_transformer assignment: {len(report.parts)} parts, "
-                         f"{len(tests)} checks, {report.max_points} points; "
+                         f"{graded} checks, {report.max_points} points; "
                          "each check's result is listed below."}
+    if derivations:
+        worth = sum(d.max_points for d in derivations)
+        results["output"] += (f" The written derivations ({sum(d.answered for d in derivations)}"
+                              f" of {len(derivations)} answered) are graded by hand"
+                              f"{f' ({worth} points)' if worth else ''}, apart from this score.")
     if visibility.hiding():
         results["output"] += (f" Some checks stay hidden until "
                               f"{visibility.reveal_after.isoformat(' ', 'minutes')}.")

@@ -68,7 +68,8 @@ $y = \\gamma \\odot \\hat x + \\beta$.
 4. What must forward save so that backward needs no second pass over $x$?""",
                   [("$x$", "$(B, T, D)$"), ("$\\gamma$, $\\beta$", "$(D,)$"),
                    ("$\\mu$, $\\sigma$", "?"), ("Jacobian of one row", "?"),
-                   ("$\\partial L / \\partial x$", "?"), ("$\\partial L / \\partial \\gamma$", "?")]),
+                   ("$\\partial L / \\partial x$", "?"),
+                   ("$\\partial L / \\partial \\gamma$", "?")]),
     "softmax": ("""\
 For one row, $p = \\mathrm{softmax}(z)$: $p_i = e^{z_i} / \\sum_k e^{z_k}$.
 
@@ -161,7 +162,8 @@ The feed-forward block has four children, called in forward as `linear_1`
    gradients itself? Think of the parameters' gradients and of what each child saved.
 3. Where do the parameters' gradients of the block end up, and how does an optimizer
    find them?""",
-                    [("$x$", "$(B, T, D)$"), ("hidden", "?"), ("$\\partial L / \\partial x$", "?")]),
+                    [("$x$", "$(B, T, D)$"), ("hidden", "?"),
+                     ("$\\partial L / \\partial x$", "?")]),
     "embedding": ("""\
 An embedding looks rows up: output row $(b, t)$ is row $\\mathrm{ids}_{b,t}$ of the
 table $E$ of shape $(V, D)$, scaled by a constant multiplier (see the docstring).
@@ -268,10 +270,6 @@ class Derivation:
     def to_dict(self):
         return {**asdict(self), "status": "answered" if self.answered else NOT_ANSWERED,
                 "graded": "by hand"}
-
-    @classmethod
-    def from_dict(cls, d):
-        return cls(d["part"], bool(d["answered"]), d["text"], int(d.get("max_points", 0)))
 
 
 def _worth(points):

@@ -167,6 +167,15 @@ def _readme(parts, regions, solutions, notebooks, teacher=False, derivation_poin
               "repeated token ids and tied weights must receive every contribution, fully",
               "masked rows must stay finite. Composite parts run your code with simple",
               "stand-ins for the other parts' layers: call the children's backward."]
+    worth = (f"worth {derivation_points} point{'s' * (derivation_points != 1)} each, graded "
+             "by hand, apart from the points above" if derivation_points
+             else "read by your teacher, apart from the points above")
+    lines += ["", "## Written derivations", "",
+              f"`{DERIVATIONS}/<part>.md` asks, for each part, a short derivation: the",
+              "question, a table of shapes to fill in, and `## Your answer`, where you write",
+              f"yours (Markdown; LaTeX between `$...$`). They are {worth}.",
+              f"Submit `{DERIVATIONS}/` with your `numpy_transformer/` folder (or the whole",
+              "copy): a file left as it came is graded `not answered`."]
     if notebooks:
         lines += ["", "The lessons in notebooks/ have exercises stubbed the same way; each check",
                   "after an exercise states the error a correct answer reaches. A lesson stops",
