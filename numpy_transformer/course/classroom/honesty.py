@@ -66,7 +66,6 @@ WHY = {"complex": "computes on complex numbers", "imag": "reads .imag or .real",
        "unwatched": "ran without the grader's watch reporting on it"}
 RAN = ("ran_forward", "ran_complex", "ran_precision", "ran_arith", "tamper")   # observe's notes
 GROWTH, SLACK = 2, 50     # a cost flag: events at WIDER times the widths > GROWTH x + SLACK
-WIDER = 4                 # observe.WIDER
 
 
 @dataclass(frozen=True)
@@ -231,7 +230,7 @@ def review(root, parts=None, reference=None, observed=None):
     if observed is None:
         from ..sandbox.runner import observations
         observed = observations(root)
-    for part, found in ran_flags(graded, observed, parts).items():
+    for part, found in ran_flags(graded, observed, parts, root).items():
         flags.setdefault(part, []).extend(found)
     return {part: sorted(set(found), key=lambda f: (f.path, f.line, f.kinds))
             for part, found in flags.items() if found}
@@ -246,28 +245,43 @@ def _part_of(kinds, parts):
     return None
 
 
-def ran_flags(graded, observed, parts=None):
+def ran_flags(graded, observed, parts=None, root=None):
     """{part: [Flag]} from what the workers saw (observe.py) of each part: `observed` is
-    [(task kinds, {task id: kind}, status)] per part run; `graded` is _graded's."""
-    flags = {}
+    [(task kinds, {task id: kind}, status)] per part run; `graded` is _graded's; `root`,
+    the copy, whose files give the source lines of flags outside the graded files."""
+    flags, files = {}, {}
+
+    def lines_of(path):
+        if root is None or not path or path.startswith(("/", ".")) or ".." in path:
+            return None
+        if path not in files:
+            from ...system.files import read_regular
+            file = Path(root) / "numpy_transformer" / path
+            try:
+                files[path] = None if file.is_symlink() else re.split(
+                    r"\r\n|\r|\n", read_regular(file, str(file)).decode("utf-8"))
+            except (OSError, ValueError, InputError):
+                files[path] = None
+        return files[path]
     for kinds, tasks, status in observed:
         part = _part_of(kinds, parts)
         if part is not None and part in graded and isinstance(status, dict):
-            flags.setdefault(part, []).extend(part_ran_flags(part, graded[part], tasks, status))
+            flags.setdefault(part, []).extend(
+                part_ran_flags(part, graded[part], tasks, status, lines_of))
     return flags
 
 
-def part_ran_flags(part, functions, tasks, status):
+def part_ran_flags(part, functions, tasks, status, lines_of=lambda path: None):
     """The Flags of one part from its worker's status: the notes of each watched task, a
     backward that ran other than the graded function, a cost that grows with the width, a
     watched task that ran without a report."""
-    from ..sandbox.observe import watched
+    from ..sandbox.observe import WIDER, watched
     path, _, node, lines, _ = functions[0]      # where a flag without a line of its own goes
     texts = {p: l for p, _, _, l, _ in functions}
     flags = set()
 
     def flag(kind, where, line, note=""):
-        text = texts.get(where)
+        text = texts.get(where) or lines_of(where)
         if text is None or not 0 < line <= len(text):
             where, line, text = path, node.lineno, lines
         flags.add(Flag(part, where, line, (kind,), (text[line - 1].strip()[:200] + note)))

@@ -103,7 +103,7 @@ class Observer:
     # -- the task -----------------------------------------------------------------------
     def watch(self, budget=None):
         """Start watching a task: a fresh report, the hook set in this thread and in new ones."""
-        self.budget, self.window, self._depth = budget, None, {}
+        self.budget, self.window, self._depth, self._lines = budget, None, {}, {}
         self.report = {"windows": 0, "cost": 0, "notes": [], "entries": []}
         self._seen = set()
         threading.settrace(self._hook)
@@ -156,23 +156,30 @@ class Observer:
             frame = frame.f_back
         return "", 0
 
-    def _note(self, kind, frame):
-        path, line = self._where(frame)
-        if (kind, path, line) not in self._seen and len(self._seen) < MAX_NOTES:
-            self._seen.add((kind, path, line))
-            self.report["notes"].append([kind, path, line])
+    def _note(self, kind, frame, line=None):
+        """Note `kind` at the nearest line of the package from `frame` (`line`: the frame's
+        line to name, if not its current one): the first of each kind in each file."""
+        path, where = self._where(frame)
+        if line is not None and frame is not None and path and \
+                self._where(frame)[1] == frame.f_lineno:
+            where = line
+        if (kind, path) not in self._seen and len(self._seen) < MAX_NOTES:
+            self._seen.add((kind, path))
+            self.report["notes"].append([kind, path, where])
 
     # -- the package's forwards -------------------------------------------------------------
     def _forwards(self):
         """({code: "forward" or "call"} of every forward and __call__ of a class of the
-        package, {code of F_backward: code of F} of its module-level pairs), as they are now."""
+        package that has a forward (a Module, a loss), {code of F_backward: code of F} of its
+        module-level pairs), as they are now."""
         codes, pairs = {}, {}
         for name, module in list(sys.modules.items()):
             if name.split(".")[0] != self.pkg or module is None:
                 continue
             functions = {}
             for attribute, value in list(vars(module).items()):
-                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                if isinstance(value, type) and getattr(value, "__module__", None) == name \
+                        and callable(getattr(value, "forward", None)):
                     for method, role in (("forward", "forward"), ("__call__", "call")):
                         code = getattr(value.__dict__.get(method), "__code__", None)
                         if code is not None:
@@ -224,20 +231,25 @@ class Observer:
             if depth:
                 self._note("ran_forward", frame.f_back)      # a forward inside itself
             self._depth[code] = depth + 1
-        self._scan(frame.f_locals.values(), frame)
+        self._scan(frame.f_locals.values(), frame.f_back)     # the caller made the arguments
         student = self._place(code.co_filename) == "student"
         if student and self._complex_constant(code):
             self._note("ran_complex", frame)
         if not student:
             frame.f_trace_lines = False
+        self._lines[frame] = None
         return self._local
 
     def _local(self, frame, event, arg):
+        """The local trace function of a frame in a window: its lines (the student's frames),
+        its return. A value is noted at the line that ran before it was seen."""
         if event == "line":
             self._count()
-            self._scan(frame.f_locals.values(), frame)
+            self._scan(frame.f_locals.values(), frame, self._lines.get(frame))
+            self._lines[frame] = frame.f_lineno
         elif event == "return":
             self._scan((arg,), frame)
+            self._lines.pop(frame, None)
             if frame.f_code in self._depth:
                 self._depth[frame.f_code] -= 1
             if frame is self.window:
@@ -250,11 +262,11 @@ class Observer:
             self._consts[code] = any(isinstance(c, complex) for c in code.co_consts)
         return self._consts[code]
 
-    def _scan(self, values, frame, depth=0):
+    def _scan(self, values, frame, line=None):
         for value in values:
-            kind = self._kind(value, depth)
+            kind = self._kind(value)
             if kind is not None:
-                self._note(kind, frame)
+                self._note(kind, frame, line)
 
     def _kind(self, value, depth=0):
         """The note a value calls for, or None."""
