@@ -100,9 +100,13 @@ def test_gradescope_results_of_a_blank_copy_score_zero_with_reasons(copies, tmp_
     done = nt("assignment", "grade", copies / "blank", "--gradescope", out)
     assert done.returncode == 1, done.stderr                   # below full marks
     results = assert_gradescope(json.loads(out.read_text()))
-    assert results["score"] == 0 and results["tests"]
-    assert all(t["status"] == "failed" and t["output"] for t in results["tests"])
+    checks = [t for t in results["tests"] if "derivation" not in t.get("tags", ())]
+    assert results["score"] == 0 and checks
+    assert all(t["status"] == "failed" and t["output"] for t in checks)
     assert {t["visibility"] for t in results["tests"]} == {"visible"}   # the default
+    written = [t for t in results["tests"] if t not in checks]        # graded by hand
+    assert len(written) == len(checks_of()) and all(
+        t["output"].endswith("not answered") and t["max_score"] == 0 for t in written)
 
 
 @pytest.mark.parametrize("visibility, words", [
