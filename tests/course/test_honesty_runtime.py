@@ -143,3 +143,24 @@ KINDS = {"complex": {"ran_complex"}, "dual": {"ran_arith"}, "precision": {"ran_p
          "in forward": {"ran_complex", "ran_forward"}, "replaced": {"replaced"},
          "exec": {"ran_forward", "ran_complex"}, "differences": {"cost"},
          "Richardson": {"ran_forward", "cost"}}
+
+
+@pytest.mark.slow          # two sandboxed grades of three parts: ~5 s on 2 cores
+def test_the_real_grader_flags_what_ran_and_refuses_it(solution_copy, tmp_path):
+    copy = fresh(solution_copy, tmp_path, "forged")
+    for name in ("method swapped in from __init__.py, stub left",
+                 "central differences, the formula rewritten inline",
+                 "module-level object doing the work after the class"):
+        apply(copy, name)
+    parts = ["gelu", "layernorm", "linear", "softmax"]
+    reported = grade(copy, parts=parts, seed=SEED, teacher=True).by_part()
+    assert reported["gelu"].points == reported["gelu"].max_points    # output tests: full marks
+    assert reported["linear"].points == reported["linear"].max_points
+    assert not reported["softmax"].flags, reported["softmax"].flags
+    kinds = {part: {k for f in reported[part].flags for k in f["kinds"]} for part in parts}
+    assert kinds["gelu"] == {"replaced"} and "__init__.py" in reported["gelu"].flags[0]["path"]
+    assert kinds["linear"] == {"replaced"} and kinds["layernorm"] == {"cost"}, kinds
+    refused = grade(copy, parts=parts, seed=SEED, refuse_flagged=True).by_part()
+    for part in ("gelu", "layernorm", "linear"):
+        assert refused[part].points == 0 and refused[part].message.startswith("refused: ")
+    assert refused["softmax"].points == refused["softmax"].max_points
