@@ -184,6 +184,7 @@ def test_the_class_report_shows_each_derivation_beside_the_code(copy, tmp_path):
     assert "<td>linear</td><td>1 of 2</td><td>bob</td>" in page
     assert "&lt;b&gt;and&lt;/b&gt;" in page and "<b>and</b>" not in page     # escaped
     assert "ada: answered; code 10/10" in page and "bob: NOT ANSWERED; code 10/10" in page
+    assert page.count('<td class="pair unanswered">') == 1                   # bob's, marked
     assert 'self.grads[&quot;weight&quot;]' in page                          # ada's code
     data = json.loads((tmp_path / "class.json").read_text())
     assert [s["derivations"][0]["answered"] for s in data["students"]] == [True, False]

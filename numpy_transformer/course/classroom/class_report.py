@@ -187,12 +187,13 @@ def _derivation(name, result, derivation, code):
     status = "answered" if derivation.answered else UNANSWERED
     summary = (f"{name}: {status}; code {result.points}/{result.max_points}"
                + (f", {len(flags)} line{'s' * (len(flags) != 1)} flagged" if flags else ""))
-    mark = "" if derivation.answered else ' class="unanswered"'
+    mark = "" if derivation.answered else " unanswered"
     right = (_pre(code) if code is not None else "<p>(no code read)</p>") + (
         "<p>flagged for review:</p>" + _pre("\n".join(flags)) if flags else "")
-    return (f"<details><summary{mark}>{html.escape(summary)}</summary><table><tr>"
-            f"<th>derivation ({derivation.max_points or 'no'} points, by hand)</th>"
-            f"<th>code</th></tr><tr><td class=\"pair\"{mark}>{_pre(derivation.text)}</td>"
+    opened = f'<summary class="{mark.strip()}">' if mark else "<summary>"
+    return (f"<details>{opened}{html.escape(summary)}</summary>"
+            f"<table><tr><th>derivation ({derivation.max_points or 'no'} points, by hand)</th>"
+            f"<th>code</th></tr><tr><td class=\"pair{mark}\">{_pre(derivation.text)}</td>"
             f"<td class=\"pair\">{right}</td></tr></table></details>")
 
 
