@@ -171,7 +171,7 @@ def adam(pkg, source, standins, steps, hyper, shapes, optimizer="Adam"):
     first = {name: source.arrays[f"param.{name}"] for name in shapes}
     return {**found, **known_slips("adam", standins, params=first, grads=drawn, steps=steps,
                                    hyper=hyper, optimizer=kind,
-                                   decay=getattr(standins, "decay", None))}
+                                   decay=getattr(optimizer, "decay", None))}
 
 
 @graded

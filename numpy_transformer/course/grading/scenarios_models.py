@@ -84,7 +84,8 @@ def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, k
         return {**found, **known_slips(
             "multihead_attention", standins, layer=layer, dout=source.arrays["dout"],
             before=before, split_heads=module.split_heads, merge_heads=module.merge_heads,
-            kernel_backward=getattr(standins, "kernel_backward", None), reference=found)}
+            kernel_backward=(module.scaled_dot_product_attention_backward if standins is None
+                             else standins.kernel_backward), reference=found)}
     finally:
         restore(undo)
 
@@ -110,7 +111,7 @@ def mla_project(pkg, source, standins, d_model, heads, latent, batch, queries, k
         raise TypeError("project_backward must return the tuple (dq, dk, dv)")
     found = {"Q": Q, "K": K, "V": V, **{f"dx.{i}": g for i, g in enumerate(returned)},
              **{f"grad.{n}": g.copy() for n, _, g in layer.named_parameters()}}
-    return {**found, **known_slips("mla_project", standins, layer=layer, dK=dK, dV=dV,
+    return {**found, **known_slips("mla_project", standins, layer=layer, dQ=dQ, dK=dK, dV=dV,
                                    reference=found)}
 
 
