@@ -5,8 +5,8 @@ after it and stated in its docstring; read `fast.sum(a, axis=0)` as
 `a.sum(axis=0)`. They exist because NumPy reduces a short axis slowly: summing
 or taking the max over rows of 32 or 64 numbers runs one small loop per row,
 and in a small model those reductions (softmax rows, LayerNorm statistics,
-bias gradients) cost as much as the matrix products around them. `add.at`, the
-scatter-add of the embedding's gradient, is slow in NumPy and missing in CuPy.
+bias gradients) cost as much as the matrix products around them. `add.at`, NumPy's
+unbuffered add at given indices, is slow in NumPy and missing in CuPy.
 
     fast.sum(a, axis)    a.sum(axis=axis)    first or last axis: one matrix-vector product
     fast.mean(a, axis)   a.mean(axis=axis)   the same, divided by the axis length
@@ -82,11 +82,11 @@ def max(a, axis, keepdims=False):  # noqa: A001
 
 
 def add_at(a, index, values):
-    """Same as `xp.add.at(a, index, values)` for integer indices into the first axis of `a`:
-    a[index[i]] += values[i] for every i, a repeated index adding every time.
+    """Same as `xp.add.at(a, index, values)` (NumPy's unbuffered add) for integer indices
+    into the first axis of `a`; NumPy's documentation says what that adds where.
 
     Shapes: a (V, ...), index any shape (N entries in all), values index.shape + a.shape[1:].
-    The N rows are sorted by index, so that equal indices sit next to each other, and
+    How: the N rows are sorted by index, so that equal indices sit next to each other, and
     one `add.reduceat` sums every run at once; the run's distinct indices then take a
     plain fancy-index +=. NumPy's `add.at` is several times slower, CuPy has none.
     """

@@ -15,20 +15,19 @@ class SublayerConnection(Module):
     without warm-up; it then needs a final LayerNorm after the last block.
 
     The sublayer is not a child: it belongs to the block, which calls it between
-    the two halves of the connection, and their backwards in reverse:
+    the two halves of the connection:
 
         h = enter(x)            the sublayer's input: LayerNorm(x) (pre-norm) or x
         f = sublayer(h)         (the block's call)
         y = exit(x, f)          x + Dropout(f), then LayerNorm (post-norm)
 
-        dx, df = exit_backward(dy)     dx: the gradient of x through the identity path
-        dh = sublayer backward of df   (the block's call)
-        dx = dx + enter_backward(dh)   x fed two paths, the identity and the sublayer: add
+    Each half has its backward: exit_backward(dy) gives the gradients of x along the
+    identity path and of f; enter_backward(dh) gives that of x along the sublayer's
+    path, from the gradient of h. Joining them around the sublayer's backward is the
+    block's backward, an assignment part (encoder_stack, decoder_stack) that lesson 4
+    derives: this docstring leaves it out.
 
     Shapes: x, h, f, y all (B, T, D).
-    Backward, with z = x + Dropout(f):
-        post-norm: dz = norm.backward(dy);  dx = dz + dh        df = dropout.backward(dz)
-        pre-norm:  dz = dy;                 dx = dz + norm.backward(dh)
     Saved: none here; norm and dropout keep their own.
     """
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from numpy_transformer.course.copies.formulas import FORMULAS, formula_hits
+from numpy_transformer.course.copies.strip import output_text, strip_notebook
 from numpy_transformer.course.copies.make import make
 from numpy_transformer.course.parts import LESSONS, PARTS
 from numpy_transformer.course.copies.make import (ANSWERS, PACKAGE, STUDENT_GRADING,
@@ -142,7 +143,9 @@ def solution_lines():
 
 
 def text_lines(path):
-    """Every line of a copied file: a notebook's sources and outputs, any other text file."""
+    """Every line of a copied file: a notebook's sources and every output of every cell
+    (streams, results and displays in every form, errors with their tracebacks), any other
+    text file."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -152,9 +155,8 @@ def text_lines(path):
     lines = []
     for cell in json.loads(text)["cells"]:
         lines += "".join(cell.get("source", [])).split("\n")
-        for output in cell.get("outputs", []):
-            for value in [output.get("text", "")] + list(output.get("data", {}).values()):
-                lines += ("".join(value) if isinstance(value, list) else str(value)).split("\n")
+        for output in cell.get("outputs", []):      # printed, displayed, raised: all shown
+            lines += output_text(output).split("\n")
     return lines
 
 
@@ -287,3 +289,148 @@ def test_a_copy_keeps_the_formulas_of_the_parts_it_does_not_stub_and_a_teachers_
     assert "linear" not in left and {"layernorm", "attention", "adam"} <= left
     kept = {p for _, parts, _ in formula_leaks(tmp_path / "teacher") for p in parts}
     assert "linear" in kept                     # a teacher's copy keeps the derivations
+
+
+# The lines that testers found where a student reads (issue 49, item 5), as the reference
+# held them before this change: (where, the part whose answer it gives, the line). The
+# formula scan read by meaning found none of them then; it must find each now.
+QUOTED = [
+    ("notebooks/03_multi_head_attention_backward.ipynb cell 9", "softmax",
+     "J = np.diag(a) - np.outer(a, a)                    # (Tk, Tk) the softmax Jacobian "
+     "(symmetric)"),
+    ("notebooks/03_multi_head_attention_backward.ipynb cell 9", "softmax",
+     'print("J @ da == a * (da - a.da);  J costs Tk^2 =", J.size, "numbers, the JVP Tk =", '
+     'a.size)'),
+    ("notebooks/04_layernorm_feedforward_residual.ipynb cell 11", "encoder_stack",
+     "    dx_identity, df = sub.exit_backward(dy)         # (B, S, D) each"),
+    ("notebooks/04_layernorm_feedforward_residual.ipynb cell 11", "encoder_stack",
+     "    dx = dx_identity + sub.enter_backward(ffn.backward(df))    # x fed two paths: add"),
+    ("numpy_transformer/layers/residual.py", "encoder_stack",
+     "        dx, df = exit_backward(dy)     dx: the gradient of x through the identity path"),
+    ("numpy_transformer/layers/residual.py", "encoder_stack",
+     "        dh = sublayer backward of df   (the block's call)"),
+    ("numpy_transformer/layers/residual.py", "encoder_stack",
+     "        dx = dx + enter_backward(dh)   x fed two paths, the identity and the sublayer: add"),
+    ("numpy_transformer/layers/residual.py", "encoder_stack",
+     "        post-norm: dz = norm.backward(dy);  dx = dz + dh        df = dropout.backward(dz)"),
+    ("numpy_transformer/layers/residual.py", "encoder_stack",
+     "        pre-norm:  dz = dy;                 dx = dz + norm.backward(dh)"),
+    ("numpy_transformer/layers/fast.py", "embedding",
+     "    a[index[i]] += values[i] for every i, a repeated index adding every time."),
+]
+# More of the same, found around them: lesson 4's table and paragraph of cell 10, the
+# gradient-check case that joined a SublayerConnection's halves (gradcheck_cases.py).
+AROUND = [
+    ("notebooks/04_layernorm_feedforward_residual.ipynb cell 10", "encoder_stack",
+     r"| post-norm (paper) | $z = x + f(x),\quad y = \mathrm{LN}(z)$ | $dz = \mathrm{LN}'(dy),"
+     r"\quad dx = dz + f'(dz)$ |"),
+    ("notebooks/04_layernorm_feedforward_residual.ipynb cell 10", "encoder_stack",
+     r"| pre-norm | $y = x + f(\mathrm{LN}(x))$ | $dx = dy + \mathrm{LN}'\big(f'(dy)\big)$ |"),
+    ("notebooks/04_layernorm_feedforward_residual.ipynb cell 10", "encoder_stack",
+     "the sublayer's backward and `sub.enter_backward` bring back the other path's, and the "
+     "two add:"),
+    ("numpy_transformer/gradcheck_cases.py", "encoder_stack",
+     "            dx, df = self.exit_backward(dout)"),
+    ("numpy_transformer/gradcheck_cases.py", "encoder_stack",
+     "            return dx + self.enter_backward(self.ff.backward(df))"),
+    ("notebooks/03_multi_head_attention_backward.ipynb cell 14", "softmax",
+     r"$\sum_k dS_{ik} = a\cdot da - (a\cdot da)\sum_k a_k = 0$. Hence $db_k = s\sum_i Q_i "
+     r"\sum_k dS_{ik} = 0$."),
+]
+
+
+def notebook(path, cells):
+    """Write a notebook of `cells`: (cell type, source, [outputs]) each."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cells": [
+        {"cell_type": kind, "metadata": {}, "source": source,
+         **({"outputs": outputs, "execution_count": 1} if kind == "code" else {})}
+        for kind, source, outputs in cells], "metadata": {}, "nbformat": 4,
+        "nbformat_minor": 5}), encoding="utf-8")
+
+
+def plant_quoted(root, quoted):
+    """Each quoted line back in a file of its kind under `root`: a lesson's cell (code or
+    markdown), a module's docstring. Returns {(file, line number): the quoted line}."""
+    where = {}
+    for i, (source, _, line) in enumerate(quoted):
+        if ".ipynb" in source:
+            kind = "markdown" if line.lstrip().startswith(("|", "the ", "$")) else "code"
+            notebook(root / "notebooks" / f"{i:02d}.ipynb", [(kind, line, [])])
+            where[(f"notebooks/{i:02d}.ipynb", 1)] = line
+        else:
+            path = root / "numpy_transformer" / f"quoted_{i:02d}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f'class Quoted:\n    """A layer.\n\n{line}\n    """\n',
+                            encoding="utf-8")
+            where[(f"numpy_transformer/{path.name}", 4)] = line
+    return where
+
+
+@pytest.mark.parametrize("quoted", [QUOTED, AROUND], ids=["quoted", "around"])
+def test_the_reader_finds_every_line_testers_quoted(tmp_path, quoted):
+    """Each line, put back in a file of its kind, is found by the scan of a copy, with the
+    part whose answer it gives (those of residual.py, also decoder_stack's)."""
+    assert len(QUOTED) == 10
+    where = plant_quoted(tmp_path, quoted)
+    found = {(name, int(number)): parts for name, parts, _ in formula_leaks(tmp_path)
+             for name, number in [name.rsplit(":", 1)]}
+    missed = [line for spot, line in where.items() if spot not in found]
+    assert not missed, "not found:\n" + "\n".join(missed)
+    for (spot, line), (_, part, _) in zip(where.items(), quoted):
+        assert part in found[spot], (line, found[spot])
+
+
+def test_the_reader_reads_every_output_of_every_cell(tmp_path, solutions):
+    """A lesson whose code is harmless but whose saved outputs print answers: a stream, a
+    displayed result (text/plain and text/html) and an error's traceback, each found."""
+    notebook(tmp_path / "notebooks" / "03_x.ipynb", [
+        ("markdown", "One row, both ways:", []),
+        ("code", "show(J, da)", [
+            {"output_type": "stream", "name": "stdout",
+             "text": ["checked: J @ da == a * (da - a.da)\n"]},
+            {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+             "data": {"text/plain": ["'fine'"],
+                      "text/html": ["<p>post-norm: dz = norm.backward(dy); dx = dz + dh</p>"]}},
+            {"output_type": "error", "ename": "AssertionError", "evalue": "mismatch",
+             "traceback": ["Traceback (most recent call last):",
+                           '    self.grads["weight"] += x2.T @ dy2']}]),
+        ("code", "print(D)", [{"output_type": "stream", "name": "stdout", "text": ["12\n"]}])])
+    said = [(where, parts) for where, parts, _ in formula_leaks(tmp_path)]
+    assert [parts for _, parts in said] == [["softmax"], ["encoder_stack", "decoder_stack"],
+                                            ["linear"]]
+    assert [line for _, line, _ in leaks(tmp_path, solutions)] == [
+        'self.grads["weight"] += x2.T @ dy2']
+
+
+def test_a_copy_leaves_out_the_outputs_that_print_an_answer(tmp_path):
+    """strip_notebook clears a cell's outputs when one states a stubbed part's formula (the
+    student runs the cell anyway) and keeps every other cell's."""
+    path = tmp_path / "03_x.ipynb"
+    notebook(path, [
+        ("code", "check(J, da)", [{"output_type": "stream", "name": "stdout",
+                                   "text": ["J @ da == a * (da - a.da)\n"]}]),
+        ("code", "print(D)", [{"output_type": "stream", "name": "stdout", "text": ["12\n"]}])])
+    strip_notebook(path, ["softmax"])
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert cells[0]["outputs"] == [] and cells[0]["execution_count"] is None
+    assert cells[1]["outputs"][0]["text"] == ["12\n"]
+    notebook(path, [("code", "check(J, da)", [{"output_type": "stream", "name": "stdout",
+                                               "text": ["J @ da == a * (da - a.da)\n"]}])])
+    strip_notebook(path, ["linear"])                   # softmax not stubbed: the output stays
+    assert json.loads(path.read_text(encoding="utf-8"))["cells"][0]["outputs"]
+
+
+def test_the_quoted_places_now_ask_instead(student_copy):
+    """Where the quoted lines were, a full student copy asks: lesson 3's Jacobian and lesson
+    4's backward are stubbed regions, residual.py and fast.py state what is computed."""
+    books = {name: json.loads(next((student_copy / "notebooks").glob(f"{name}_*.ipynb"))
+                              .read_text(encoding="utf-8"))["cells"] for name in ("03", "04")}
+    jacobian = "".join(books["03"][9]["source"])
+    assert "np.outer" not in jacobian and "[assignment part softmax]" in jacobian
+    residual = "".join(books["04"][11]["source"])
+    assert "exit_backward" not in residual and "[assignment part encoder_stack]" in residual
+    assert "Given $dy$, what is $dx$ in each" in "".join(books["04"][10]["source"])
+    layers = student_copy / "numpy_transformer" / "layers"
+    assert "exit_backward(dy) gives the gradients of x" in (layers / "residual.py").read_text()
+    assert "Same as `xp.add.at(a, index, values)`" in (layers / "fast.py").read_text()

@@ -20,6 +20,7 @@ from numpy_transformer.course.copies.formulas import FORMULAS, formula_hits, gra
 from numpy_transformer.course.classroom.grade import grade
 from numpy_transformer.course.copies.make import make
 from numpy_transformer.course.copies.meaning import tokens
+from numpy_transformer.course.copies.strip import output_text
 from numpy_transformer.course.selftest.mistakes import MISTAKES
 from numpy_transformer.course.grading.scoring import CHECKS
 from numpy_transformer.course.parts import PARTS
@@ -42,7 +43,8 @@ REWORDINGS = {
     "softmax": ["dx = p * (dp - (dp * p).sum(axis, keepdims=True))",
                 "p times (the upstream gradient minus the row sum of upstream gradient times p)",
                 r"$J = \operatorname{diag}(p) - p\,p^{\top}$",
-                "the Jacobian is diag(p) minus the outer product p p transposed"],
+                "the Jacobian is diag(p) minus the outer product p p transposed",
+                "ds = a * (da - np.dot(a, da))", "J = np.diag(a) - np.outer(a, a)"],
     "gelu": ["0.5 * (1 + t) + 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2)",
              "one minus tanh squared, times c times (1 + 0.134145 x^2)",
              r"$\tfrac12 x\,\mathrm{sech}^2(u)\,u'$", "0.5·x·(1 − t²)"],
@@ -60,7 +62,8 @@ REWORDINGS = {
             "dc collects dK through w_k_decompress plus dV through w_v_decompress"],
     "feedforward": ["backward through linear_2, then dropout, then the activation, then linear_1",
                     "call the backward of linear_2, dropout, relu and linear_1, in that order"],
-    "embedding": ["np.add.at(grad_W, ids, dout)", "row v of the table's gradient is the sum of "
+    "embedding": ["np.add.at(grad_W, ids, dout)", "table_grad[idx] += grad_out",
+                  "row v of the table's gradient is the sum of "
                   "dy over every position where token v occurs",
                   "a scatter-add of the upstream gradient into the embedding gradient",
                   r"$\frac{\partial L}{\partial W_v} = \sqrt{D} \sum_{t:\, ids_t = v} "
@@ -84,7 +87,9 @@ REWORDINGS = {
               "param -= self.lr * self.weight_decay * param", "θ ← θ·(1 − η·λ)"],
     "encoder_stack": ["the gradient of h is dq + dk + dv since self-attention read it three "
                       "times", "the final layer norm's backward first, then the blocks in "
-                      "reverse"],
+                      "reverse", "dx, df = block.sub.exit_backward(g)",
+                      "g = g + block.sub.enter_backward(block.ff.backward(df))",
+                      "pre-norm: dx = dy + LayerNorm backward of f's backward of dy"],
     "decoder_stack": ["dmemory = dk + dv from the cross-attention", "the gradient of the memory "
                       "is the sum over the blocks of their memory gradients"],
 }
@@ -115,6 +120,11 @@ HARMLESS = [
     "a pre-norm stack with its final LayerNorm: the gradients of the input and of the memory",
     "Each part's own code runs with stand-ins for the sub-layers of other parts.",
     "print(f'max error {err:.1e}')",
+    "exit_backward(dy) gives the gradients of x along the identity path and of f",
+    "enter_backward(dh) gives that of x along the sublayer's path, from the gradient of h",
+    "Same as `xp.add.at(a, index, values)` (NumPy's unbuffered add)",
+    "ids is a (B, T) array of token ids, a, b and c are names",
+    "fast.sum(a, axis) is a.sum(axis=axis); np.outer(a, b) an outer product",
 ]
 
 
@@ -156,9 +166,9 @@ def copy_lines(copy):
         lines = text.split("\n")
         if path.suffix == ".ipynb":
             lines = [line for cell in json.loads(text)["cells"]
-                     for chunk in [cell.get("source", [])] + [o.get("text", "")
-                                                              for o in cell.get("outputs", [])]
-                     for line in "".join(chunk).split("\n")]
+                     for chunk in ["".join(cell.get("source", []))]
+                     + [output_text(o) for o in cell.get("outputs", [])]
+                     for line in chunk.split("\n")]
         yield path.relative_to(copy), lines
 
 

@@ -23,13 +23,18 @@ from ..parts import LESSONS, PARTS
 # either name. A student copy holds none of the stubbed parts' (its docstrings, hints,
 # lessons and grader messages are stripped of them: strip.py; tests/course/
 # test_assignment_leaks.py reads every file of a copy and every grader message); a
-# teacher's copy keeps them.
+# teacher's copy keeps them. RESIDUAL: a block's backward through its residual
+# connections (SublayerConnection's two halves and the sublayer's backward between them,
+# the two paths added), both stacks' answer.
+RESIDUAL = ("df = exit_backward", "+ enter_backward", "dh = sublayer backward", "dx = dz +",
+            "dx = dy + ln|norm", "{sublayer backward enter_backward +}")
 FORMULAS = {
     "linear": ("dy W^T", "dx = W^T dy", "x^T dy", "dy^T x", "{db sum dy}"),
     "layernorm": ("g - mean(g)", "mean(g xhat)", "(g * xhat).mean", "xhat mean(g",
                   "{dgamma sum xhat}", "{dbeta sum dy}", "dxhat_j/dx_k"),
     "softmax": ("p (dp - sum", "dp - sum(dp p)", "A (dA - rowsum", "diag(p) - p p^T",
-                "p_i (delta_ij - p_j)", "{jacobian diag p}"),
+                "p_i (delta_ij - p_j)", "{jacobian diag p}", "diag(p) - outer(p",
+                "p (dp - p dp)"),
     "gelu": ("=1 - t^2", "1 - tanh^2", "sech^2", "3 * 0.044715 x^2", "0.134145",
              "1 + 3 A x^2", "0.5 (1 + t) + 0.5 x"),
     "dropout": ("dy * m / (1 - p)", "dy * m * scale", "dx = dy * mask", "x * m / (1 - p)",
@@ -45,6 +50,7 @@ FORMULAS = {
                     "backward linear_2 dropout activation linear_1",
                     "dh = linear_2.backward", "dx = linear_1.backward"),
     "embedding": ("add.at(dW, ids, dy)", "dW[ids] += dy", "{sum dy ids|id|token}",
+                  "index|ids|id|idx += values|dy|rows",
                   "{dw|row sum dy id|ids|token|pos}",
                   "{scatter-add embedding gradient}", "{multiplier dy sum}"),
     "positional_encoding": ("10000^", "log(10000)", "{sin cos 10000}",
@@ -57,9 +63,9 @@ FORMULAS = {
              "/ (1 - beta|beta1|beta2 ^ t)"),
     "adamw": ("1 - lr wd", "-= lr wd", "p - lr wd p", "{lr wd p shrink|shrinks|decays}",
               "shrink|shrinks|shrunk lr wd"),
-    "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first"),
+    "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first", *RESIDUAL),
     "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum", "dq + dk + dv",
-                      "sum dmemory blocks", "cross-attention dk + dv"),
+                      "sum dmemory blocks", "cross-attention dk + dv", *RESIDUAL),
 }
 
 

@@ -12,7 +12,8 @@ into the same stream, here `dy w transp`:
 - multiplication is dropped (juxtaposition, `*`, `@`, "times", "matmul" read alike),
   and so are brackets, punctuation and filler words ("the", "of", "is", ...);
 - names read alike: dout, grad_out, dO, "the upstream gradient" are `dy`; "probs",
-  softmax(logits) are `p`; 1 - p and "the keep probability" are `keep`; ...
+  softmax(logits) and a softmax row `a` in code (`a * da`, `outer(a, a)`; never the
+  article) are `p`; 1 - p and "the keep probability" are `keep`; ...
 
 A key (`key(text)`) is a formula written once, in any of those spellings, and read the
 same way. It is found in a text whose tokens hold its tokens in order, at most GAP
@@ -58,6 +59,9 @@ LATEX = [
     (r"\.(?:swapaxes|transpose)\s*\([^()]*\)", " transp "),
     (r"\btranspose\s*\(\s*([\w.]+)[^()]*\)", r" \1 transp "),
     (r"(?<![\w.])A(?![\w'])", " attnw "),
+    # a, a softmax row in code ("a * (da - a.da)", "np.outer(a, a)"), not the article: an
+    # `a` right after a bracket or operator, or right before one or before `.name`
+    (r"(?<=[(\[*@])a\b(?!')|(?<![\w.'])a(?=\s*[*@]|\.[a-z]|[,)\]])", " p "),
     (r"\bd[OY]\b|\bdA\b", " dy "),
     (r"\bdS\b", " ds "),
     (r"([\w.]+)\s*(?:\*\*|\^)\s*\(?\s*(?:0?\.5|1\s*/\s*2)\s*\)?", r" sqrt \1 "),   # x**0.5

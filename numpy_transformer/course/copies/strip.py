@@ -3,6 +3,8 @@
     strip_source(text, parts)     a .py file: docstring blocks and comments holding one
                                   of the parts' formulas give way to what to derive
     strip_prose(lines, parts)     lines of prose (a lesson's markdown): the same, by line
+    strip_notebook(path, parts)   a lesson: its prose, its code cells' comments and
+                                  docstrings, and its outputs that state a formula
     where_hint(region)            a stub's hint: where to read up, not what to write
     drop_fast_forms(package, parts)   the files that are the parts' fast forms leave the copy
 
@@ -193,10 +195,24 @@ def strip_prose(lines, parts):
             if line.strip() or i == 0 or kept[i - 1].strip()]
 
 
+def output_text(output):
+    """Everything a saved cell output shows, as text: a stream's text, every form of a
+    result or display (text/plain, text/html, text/markdown, ...) and an error's name,
+    value and traceback."""
+    values = [output.get("text", ""), output.get("ename", ""), output.get("evalue", ""),
+              "\n".join(output.get("traceback", [])),      # one line each, no line ends
+              *output.get("data", {}).values()]
+    return "\n".join("".join(v) if isinstance(v, list) else str(v) for v in values)
+
+
 def strip_notebook(path, parts):
-    """A lesson in a copy: markdown lines and code cells' comments and docstrings stripped."""
+    """A lesson in a copy: markdown lines and code cells' comments and docstrings stripped;
+    a cell whose saved output states a formula (a print of the identity the cell checks)
+    loses its outputs, as the student runs the cell anyway."""
     book = json.loads(path.read_text(encoding="utf-8"))
     for cell in book.get("cells", []):
+        if any(formula_hits(output_text(o), parts) for o in cell.get("outputs", [])):
+            cell["outputs"], cell["execution_count"] = [], None
         source = cell.get("source", [])
         text = "".join(source) if isinstance(source, list) else source
         asked = any(map(STUDENT.match, text.split("\n")))     # its questions go, at least
