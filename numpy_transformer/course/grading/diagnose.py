@@ -48,40 +48,110 @@ def near(have, want):
     return have.shape == want.shape and float(np.abs(have - want).max(initial=0.0)) <= CLOSE * scale
 
 
-def scalar_factors(args):
-    """[(value, name, question)] from the task's float arguments (p, dloss, lr, ...)."""
-    named = []
+# What a float argument of a task is, in words (a factor of it is named with these).
+ARGUMENT_WORDS = {"p": "the drop probability", "lr": "the learning rate",
+                  "dloss": "the loss's incoming gradient", "smoothing": "the label smoothing",
+                  "weight_decay": "the weight decay", "eps": "the epsilon"}
+
+
+def float_arguments(args, prefix=""):
+    """[(key, value)] of the task's float arguments, those inside a dict argument (Adam's
+    `hyper`) included under their own key."""
+    found = []
     for key, a in sorted((args or {}).items()):
-        if isinstance(a, float) and 0.0 < abs(a) and a != 1.0:
-            question = f"is a factor of {key} missing, or applied once too often?"
-            named += [(a, f"{key} ({key} = {a:g})", question),
-                      (1 / a, f"1/{key} ({key} = {a:g})", question),
-                      (1 - a, f"(1 - {key}) ({key} = {a:g})", question),
-                      (1 / (1 - a), f"1/(1 - {key}) ({key} = {a:g})", question)]
+        if isinstance(a, dict):
+            found += float_arguments(a)
+        elif isinstance(a, float) and 0.0 < abs(a) and a != 1.0:
+            found.append((key, a))
+    return found
+
+
+def scalar_factors(args, secondary=False):
+    """[(value, name, question)] from the task's float arguments (p, dloss, lr, ...): the
+    argument, its inverse, one minus it and that inverse; `secondary`: the squares of the
+    last two (a scale applied twice)."""
+    named = []
+    for key, a in float_arguments(args):
+        words = ARGUMENT_WORDS.get(key, f"the argument {key}")
+        say = lambda form: f"{form} with {key} = {a:g} ({words})"      # noqa: E731
+        question = f"is a factor of {key}, {words}, missing, or applied once too often?"
+        if secondary:
+            named += [((1 - a) ** 2, say(f"(1-{key})^2"), question + " (twice?)"),
+                      (1 / (1 - a) ** 2, say(f"1/(1-{key})^2"), question + " (twice?)")
+                      ] if 1e-6 < a < 1.0 else []
+            continue
+        named += [(a, say(key), question), (1 / a, say(f"1/{key}"), question)]
+        if 1e-6 < a < 1.0:
+            named += [(1 - a, say(f"(1-{key})"), question),
+                      (1 / (1 - a), say(f"1/(1-{key})"), question)]
     return named
 
 
-def named_factors(shape, args=None):
-    """[(value, name, question)] of the factors worth naming for an array of `shape`."""
-    named = scalar_factors(args)
+def size_factors(shape):
+    """[(value, name, question)] of the sizes of an array of `shape`: its batch, its rows,
+    the square root of its last axis."""
+    named = []
     if len(shape) >= 3:         # a batch axis first (a 2-D array's first axis is its rows)
         B = shape[0]
-        named += [(1 / B, f"1/B (B = {B}, its first axis)", "did you average over the batch?"),
-                  (B, f"B (B = {B}, its first axis)", "is a division by the batch missing?")]
+        named += [(1 / B, f"1/B with B = {B}, the batch (the first axis)",
+                   "did you average over the batch?"),
+                  (B, f"B with B = {B}, the batch (the first axis)",
+                   "is a division by the batch missing?")]
     if len(shape) >= 2:
-        N = int(np.prod(shape[:-1]))
-        named += [(1 / N, f"1/N (N = {N}, its rows)", "did you divide by the row count "
-                   "once too often?"),
-                  (N, f"N (N = {N}, its rows)", "is a division by the row count missing?")]
+        named += row_factors(shape)
     if len(shape) >= 1 and shape[-1] > 1:
         d = shape[-1]
-        named += [(math.sqrt(d), f"sqrt(d) (d = {d}, its last axis)",
-                   "is a scale of the forward missing from the backward?"),
-                  (1 / math.sqrt(d), f"1/sqrt(d) (d = {d}, its last axis)",
-                   "is a scale missing, or applied twice?")]
-    named += [(2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
-              (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
-    return [f for f in named if abs(f[0] - 1.0) > 1e-12]     # (a factor of 1 is no mistake)
+        named += [(math.sqrt(d), f"sqrt(d) with d = {d}, the last axis",
+                   "is a scale of the forward missing from the backward, or applied twice?"),
+                  (1 / math.sqrt(d), f"1/sqrt(d) with d = {d}, the last axis",
+                   "is a scale applied twice, or one missing?")]
+    return named
+
+
+def row_factors(shape, whose=""):
+    N = int(np.prod(shape[:-1]))
+    return [(1 / N, f"1/N with N = {N} rows{whose}", "an average over the rows where a sum "
+             "belongs, or a division by the row count once too often?"),
+            (N, f"N with N = {N} rows{whose}", "is a division by the row count missing?")]
+
+
+def primary_factors(shape, args=None):
+    """[(value, name, question)] of the factors tried first for an array of `shape`: its
+    own sizes, the task's float arguments, 2, 1/2 and -1 (a factor of 1 is no mistake).
+    Every check's sizes keep these values apart (test_assignment_sizes.py): the one named
+    is the cause."""
+    named = size_factors(shape) + scalar_factors(args) + [
+        (2.0, "2", "is a term counted twice?"), (0.5, "1/2", "is a term halved?"),
+        (-1.0, "-1 (the opposite sign)", "is a sign flipped?")]
+    return [f for f in named if abs(f[0] - 1.0) > 1e-9]
+
+
+def secondary_factors(shape, args=None, sizes=()):
+    """[(value, name, question)] of the factors tried when no primary one fits: the last
+    axis itself (an average over it), the squares of the arguments' scales (applied twice)
+    and the rows of the incoming gradient (`sizes`: {input: shape}; a bias gradient has no
+    rows of its own). The checks' sizes may make one equal a primary factor (6 rows of 6
+    columns): the primary is named then."""
+    named = []
+    if len(shape) >= 1 and shape[-1] > 1:
+        d = shape[-1]
+        named += [(1 / d, f"1/d with d = {d}, the last axis",
+                   "an average over the last axis where a sum belongs?"),
+                  (d, f"d with d = {d}, the last axis",
+                   "a sum over the last axis where an average belongs?")]
+    named += scalar_factors(args, secondary=True)
+    if len(dict(sizes).get("dout", ())) >= 2:
+        named += row_factors(dict(sizes)["dout"], " of the incoming gradient")
+    return [f for f in named if abs(f[0] - 1.0) > 1e-9]
+
+
+def named_factors(shape, args=None, sizes=()):
+    """The primary factors, then the secondary ones, each value once (its first name)."""
+    kept = []
+    for f in primary_factors(shape, args) + secondary_factors(shape, args, sizes):
+        if not any(abs(f[0] - k[0]) <= 1e-9 * abs(k[0]) for k in kept):
+            kept.append(f)
+    return kept
 
 
 def factor_of(have, want):
@@ -95,14 +165,28 @@ def factor_of(have, want):
     return c
 
 
-def factor_message(what, c, shape, args=None):
-    found = [(name, question) for value, name, question in named_factors(shape, args)
-             if abs(c - value) <= 1e-7 * abs(value)]
-    if found:           # every name that fits (B = 2 is also 2)
-        names, questions = zip(*found)
-        return (f"your {what} is exactly {' = '.join(names)} times the expected one: "
-                f"{' '.join(dict.fromkeys(questions))}")
-    return f"your {what} is the expected one times a constant factor of {c:.4g}"
+def factor_name(c, shape, args=None, sizes=()):
+    """(name, question) of the first named factor equal to `c`, or None."""
+    for value, name, question in named_factors(shape, args, sizes):
+        if abs(c - value) <= 1e-7 * abs(value):
+            return name, question
+    return None
+
+
+UNNAMED_FACTOR = ("a constant factor that matches no size or setting of this task, no row "
+                  "or batch count, axis, probability or rate it was given; look for a scale "
+                  "applied where none belongs, or one left out")
+
+
+def factor_message(what, c, shape, args=None, sizes=()):
+    """The message of an array that is `c` times the expected one: the factor by its name
+    and size ("1/N with N = 12 rows"), never as a bare number: a factor that fits no name
+    is said to fit none (a number would only invite fitting it)."""
+    found = factor_name(c, shape, args, sizes)
+    if found:
+        name, question = found
+        return f"your {what} is exactly {name} times the expected one: {question}"
+    return f"your {what} is the expected one times {UNNAMED_FACTOR}"
 
 
 def masked(have, want):
@@ -130,13 +214,19 @@ def assigned(have, want, before):
     return bool(np.all(same | overwritten) and np.any(overwritten & ~same))
 
 
-def missing_term(have, want, inputs):
-    """"lacks ..."/"has ... too many" when want - have is one of the check's named terms
-    (inputs "term.<label>", from the reference's run), else "". A term missing is named
-    before a term alone (in a sum of two, the one is the other)."""
-    terms = [(key[5:], term) for key, term in inputs.items()
-             if key.startswith("term.") and "|" not in key and np.shape(term) == want.shape
-             and np.any(term)]
+def sum_terms(want, inputs):
+    """[(label, term)] of the check's named terms ("term.<label>") that fit `want`."""
+    return [(key[5:], term) for key, term in inputs.items()
+            if key.startswith("term.") and "|" not in key and np.shape(term) == want.shape
+            and np.any(term)]
+
+
+def missing_term(have, want, inputs, factor=None):
+    """"lacks ..."/"has ... too many"/"has its term ..." when want - have is a named term
+    of the check, or a multiple of one (inputs "term.<label>", from the reference's run),
+    else "". A term missing is named before a term alone (in a sum of two, the one is the
+    other); `factor(c)` names a term's factor c ("its sign flipped" for -1)."""
+    terms = sum_terms(want, inputs)
     for label, term in terms:
         if near(want - have, term):
             return f"lacks exactly one term of its sum, {label}: is it left out?"
@@ -147,7 +237,27 @@ def missing_term(have, want, inputs):
         if near(have, term):
             return (f"is one term of its sum only, {label}: are the others left out, "
                     "or overwritten (= where += was meant)?")
+    for label, term in terms:           # have = want + (c - 1) term: that term c times
+        norm = float(np.sum(term * term))
+        c = 1.0 + float(np.sum((have - want) * term)) / norm
+        if abs(c - 1.0) > 1e-6 and near(have - want, (c - 1.0) * term):
+            if abs(c + 1.0) <= 1e-7:
+                return (f"has one term of its sum, {label}, with its sign flipped (the rest "
+                        "agrees): is it subtracted where it is added, or added where it is "
+                        "subtracted?")
+            named = factor(c) if factor else None
+            scaled = (f"exactly {named[0]} times what it should be: {named[1]}" if named
+                      else f"off by {UNNAMED_FACTOR}")
+            return f"has one term of its sum, {label}, {scaled} (the rest agrees)"
     return ""
+
+
+def chain_rule_missing(have, want, inputs):
+    """Whether `have` times the incoming gradient (input "dout") is `want`: the local
+    derivative returned, the incoming gradient never multiplied in."""
+    dout = inputs.get("dout")
+    return (dout is not None and np.shape(dout) == have.shape and np.any(want)
+            and not near(have, want) and near(have * np.asarray(dout, dtype=float), want))
 
 
 def known_slip(name, have, inputs):
@@ -204,6 +314,13 @@ def error_hint(message):
     return "a sum over too few axes?" if more else ""
 
 
+def input_sizes(inputs):
+    """{name: shape} of the task's input arrays (not its parameters, prefilled gradients
+    or terms), whose sizes name factors too (the rows of dout for a bias gradient)."""
+    return {key: np.shape(a) for key, a in inputs.items()
+            if "." not in key and np.ndim(a) >= 1 and np.size(a) > 1}
+
+
 def diagnose(what, name, want, have, inputs=None, args=None):
     """A sentence on how `have` (the student's array `name`, called `what`) relates to the
     expected `want`; `inputs`: the task's input arrays ("grad0.<param>": prefilled);
@@ -217,31 +334,45 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                 "agrees: a sum over too few axes?")
     if have.shape != want.shape:
         return ""
+    sizes = input_sizes(inputs)
     slip = known_slip(name, have, inputs)
     if slip:
         return f"your {what} is exactly what you get when {slip}"
-    term = missing_term(have, want, inputs)
+    term = missing_term(have, want, inputs, lambda c: factor_name(c, want.shape, args, sizes))
     if term:
         return f"your {what} {term}"
     c = factor_of(have, want)
     if c is not None and abs(c) <= CLOSE:
         return zero_message(what, name)
     if c is not None:
-        return factor_message(what, c, want.shape, args)
+        return factor_message(what, c, want.shape, args, sizes)
     if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
         return f"your {what} is the transpose of the expected one (its last two axes swapped)"
     before = inputs.get("grad0." + name[5:]) if name.startswith("grad.") else None
     if assigned(have, want, before):
         return (f"your {what} is the expected one minus what it held before: assigned (=) "
                 "instead of accumulated (+=)?")
+    if before is not None and np.shape(before) == want.shape:
+        c = factor_of(have - before, want - before)     # what was added, off by a factor
+        if c is not None and abs(c) > CLOSE:
+            found = factor_name(c, want.shape, args, sizes)
+            scaled = f"exactly {found[0]} times" if found else f"off by {UNNAMED_FACTOR} from"
+            return (f"what you added into your {what} (it held a gradient before) is {scaled} "
+                    f"what the expected one adds" + (f": {found[1]}" if found else ""))
+    if chain_rule_missing(have, want, inputs):
+        return (f"your {what} is not multiplied by the incoming gradient: the incoming "
+                "gradient is not multiplied in (the chain rule's last step is missing?)")
+    given = passed_through(have, inputs)
+    source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
     m = masked(have, want)
     if m is not None:
-        scale = "" if m == 1.0 else f" (and a constant factor of {m:.4g} elsewhere)"
+        found = None if m == 1.0 else factor_name(m, want.shape, args, sizes)
+        scale = ("" if m == 1.0 else f" (and exactly {found[0]} times the expected one "
+                 "elsewhere)" if found else f" (and off by {UNNAMED_FACTOR} elsewhere)")
+        passed = f"; it is {source}, passed on unchanged" if given else ""
         return (f"your {what} differs only where the expected one is 0{scale}: "
-                "a mask not applied?")
-    given = passed_through(have, inputs)
+                f"a mask not applied?{passed}")
     if given:
-        source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
         return (f"your {what} is {source}, passed on unchanged: is a step (a child's "
                 "backward, a scale, a mask) skipped?")
     return ""

@@ -44,7 +44,13 @@ def layernorm(layer, x, dout):
     return {"the part that flows through the mean": through_mean,
             "the part that flows through the variance": through_variance,
             "dx.0|both parts, the one through the mean and the one through the variance, "
-            "are left out": r * g}
+            "are left out": r * g,
+            "dx.0|the incoming gradient is not scaled by gamma on its way to the input":
+                r * (dout - dout.mean(axis=-1, keepdims=True)
+                     - xhat * (dout * xhat).mean(axis=-1, keepdims=True)),
+            "dx.0|the input gradient is not scaled by the inverse of the standard deviation "
+            "(the normalization's own scale)": (g - g.mean(axis=-1, keepdims=True)
+                                               - xhat * (g * xhat).mean(axis=-1, keepdims=True))}
 
 
 def softmax(p, dp, axis):
@@ -75,7 +81,9 @@ def gelu(x, dout):
         "dx.0|the derivative of tanh is wrong (it is not one minus tanh)":
             dout * (0.5 * (1 + t) + 0.5 * x * (1 - t) * C * (1 + 3 * A * x**2)),
         "the part from differentiating the tanh (the product rule's second term)":
-            dout * 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x**2)}
+            dout * 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x**2),
+        "the product rule's first term (the part where the tanh itself is kept)":
+            dout * 0.5 * (1 + t)}
 
 
 def embedding(layer, ids, dout, before):
@@ -86,15 +94,19 @@ def embedding(layer, ids, dout, before):
 
 
 def positional_encoding(max_len, d_model):
-    angles_of = lambda step: (np.arange(max_len, dtype=float)[:, None] * np.exp(
+    angles_of = lambda step, sign=-1.0: (np.arange(max_len, dtype=float)[:, None] * np.exp(
         np.arange(0, d_model, step, dtype=float)[: (d_model + 1) // 2]
-        * -(math.log(10000.0) / d_model)))
+        * sign * (math.log(10000.0) / d_model)))
     found = {}
     for cause, angles, first, second in (
             ("sine and cosine are swapped (cosine in the even columns)", angles_of(2),
              np.cos, np.sin),
             ("the frequencies fall off half as fast as they should across the columns (the "
-             "exponent's column index is halved)", angles_of(1), np.sin, np.cos)):
+             "exponent's column index is halved)", angles_of(1), np.sin, np.cos),
+            ("the frequencies grow across the columns where they should fall off (the "
+             "exponent's sign is flipped)", angles_of(2, 1.0), np.sin, np.cos),
+            ("the odd columns hold sines too (no cosine in the table)", angles_of(2),
+             np.sin, np.sin)):
         pe = np.empty((max_len, d_model))
         pe[:, 0::2] = first(angles)
         pe[:, 1::2] = second(angles[:, : d_model // 2])
@@ -105,7 +117,11 @@ def positional_encoding(max_len, d_model):
 def cross_entropy(targets, dx, ignore_index, smoothing, vocab, dloss):
     valid = np.ones(targets.shape, bool) if ignore_index is None else targets != ignore_index
     counted = max(int(valid.sum()), 1)
-    found = {"dx.0|the ignored rows are counted in the average (it divides by every row)":
+    rows = np.flatnonzero(valid.reshape(-1))
+    target = np.zeros((targets.size, vocab))
+    target[rows, targets.reshape(-1)[rows]] = -(1 - smoothing) * float(dloss) / counted
+    found = {"the target class's part": target.reshape(dx.shape),
+             "dx.0|the ignored rows are counted in the average (it divides by every row)":
              dx * counted / valid.size,
              "dx.0|the average over the counted tokens is taken twice": dx / counted}
     if smoothing:
@@ -123,13 +139,13 @@ def adam(params, grads, steps, hyper, optimizer, decay):
     wd = hyper.get("weight_decay", 0.01 if optimizer == "AdamW" else 0.0)
     coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
 
-    def run(p, name, first=True, second=True, kept=True, l2=coupled):
+    def run(p, name, first=True, second=True, kept=True, l2=coupled, late=0, sign=1.0):
         m, v, found = 0.0 * p, 0.0 * p, {}
         for step in range(steps):
-            t, before = step + 1, p.copy()
+            t, before = step + 1 + late, p.copy()
             if wd and optimizer == "AdamW":
                 decay(p, wd)
-            g = grads[step, name] + (wd * p if l2 else 0.0)
+            g = grads[step, name] + (sign * wd * p if l2 else 0.0)
             m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
             m_hat = m_new / (1 - b1**t) if first else m_new
             v_hat = v_new / (1 - b2**t) if second else v_new
@@ -141,9 +157,13 @@ def adam(params, grads, steps, hyper, optimizer, decay):
               "only the first moment is bias-corrected": dict(second=False),
               "only the second moment is bias-corrected": dict(first=False),
               "the moments are not kept from one step to the next (the optimizer's state is "
-              "not updated in place)": dict(kept=False)}
+              "not updated in place)": dict(kept=False),
+              "the step count of the bias correction is off by one (it counts from one "
+              "step later)": dict(late=1)}
     if coupled:
         slips_["the L2 weight decay is left out of the gradient"] = dict(l2=False)
+        slips_["the L2 weight decay enters the gradient with the wrong sign"] = dict(
+            sign=-1.0)
     if wd and optimizer == "AdamW":
         slips_["the weight decay is also added to the gradient (AdamW's decay is decoupled "
                "only)"] = dict(l2=True)

@@ -37,25 +37,34 @@ def changed(cause, found, reference):
 
 
 def attention(q, k, v, dout, weights, drop, softmax_backward, reference):
-    """The kernel with dropout: its backward skipped, the value gradient or the softmax's
-    backward given the other weights (before / after dropout)."""
-    if drop is None:
-        return {}
+    """The kernel with its softmax's backward skipped; with dropout: its backward skipped or
+    applied twice, the value gradient or the softmax's backward given the other weights
+    (before / after dropout)."""
     scale, found = 1.0 / np.sqrt(q.shape[-1]), {}
-    variants = {"the weights' dropout is not undone on their gradient (its backward is "
-                "skipped)": (True, False, False),
-                "the value gradient uses the weights before dropout where the ones after "
-                "dropout belong": (False, True, False),
-                "the softmax's backward gets the weights after dropout where the ones before "
-                "dropout belong": (True, True, True)}
-    for cause, (dropped_for_dv, through, after) in variants.items():
-        dropped = drop.reapply(weights)
+
+    def variant(dropped_for_dv=True, through=1, after=False, softmax=True):
+        dropped = weights if drop is None else drop.reapply(weights)
         dv = (dropped if dropped_for_dv else weights).swapaxes(-1, -2) @ dout
         dattn = dout @ v.swapaxes(-1, -2)
-        dattn = drop.backward(dattn) if through else dattn
-        dscores = softmax_backward(dattn, dropped if after else weights) * scale
-        variant = {"dx.0": dscores @ k, "dx.1": dscores.swapaxes(-1, -2) @ q, "dx.2": dv}
-        found.update(changed(cause, variant, reference))
+        for _ in range(through if drop is not None else 0):
+            dattn = drop.backward(dattn)
+        dscores = (softmax_backward(dattn, dropped if after else weights) if softmax
+                   else dattn) * scale
+        return {"dx.0": dscores @ k, "dx.1": dscores.swapaxes(-1, -2) @ q, "dx.2": dv}
+    found.update(changed("the softmax's backward is skipped (the weights' gradient is used "
+                         "as the scores' gradient)", variant(softmax=False), reference))
+    if drop is None:
+        return found
+    variants = {"the weights' dropout is not undone on their gradient (its backward is "
+                "skipped)": dict(through=0),
+                "the value gradient uses the weights before dropout where the ones after "
+                "dropout belong": dict(dropped_for_dv=False),
+                "the softmax's backward gets the weights after dropout where the ones before "
+                "dropout belong": dict(after=True),
+                "the weights' dropout backward is applied twice on their gradient":
+                    dict(through=2)}
+    for cause, slip in variants.items():
+        found.update(changed(cause, variant(**slip), reference))
     return found
 
 
@@ -63,19 +72,34 @@ def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_ba
                         reference):
     """Key and value gradients through each other's projection; heads merged by a reshape
     without the transpose (the query's gradient, or all three)."""
-    def run(swap=False, unmerged=()):
+    def run(swap="", unmerged=()):
         qh, kh, vh = layer.saved_for_backward()
         dheads = split_heads(layer.w_o.backward(dout), layer.num_heads)
         grads = kernel_backward(dheads, qh, kh, vh, layer.attn_weights, layer.dropout)
         dQ, dK, dV = (g.reshape(g.shape[0], g.shape[2], -1) if i in unmerged
                       else merge_heads(g) for i, g in enumerate(grads))
-        if swap:
+        if swap == "kv":
             dK, dV = dV, dK
+        elif swap == "qk":
+            dQ, dK = dK, dQ
         return layer.w_q.backward(dQ), layer.w_k.backward(dK), layer.w_v.backward(dV)
     merge = ("the heads are merged by a reshape alone: the head axis is not moved back next "
              "to the positions first (a transpose is missing before the merge)")
+    def unprojected():
+        qh, kh, vh = layer.saved_for_backward()
+        dheads = split_heads(dout, layer.num_heads)
+        grads = kernel_backward(dheads, qh, kh, vh, layer.attn_weights, layer.dropout)
+        dQ, dK, dV = (merge_heads(g) for g in grads)
+        return layer.w_q.backward(dQ), layer.w_k.backward(dK), layer.w_v.backward(dV)
     found = changed("the key and value gradients go through each other's projection",
-                    rerun(layer, before, lambda: run(swap=True)), reference)
+                    rerun(layer, before, lambda: run(swap="kv")), reference)
+    if dout.shape[1] == layer.saved_for_backward()[1].shape[2]:    # as many keys as queries
+        found.update(changed("the query and key gradients go through each other's "
+                             "projection", rerun(layer, before, lambda: run(swap="qk")),
+                             reference))
+    found.update(changed("the output projection's backward (w_o) is skipped: the incoming "
+                         "gradient is split into heads as it came",
+                         rerun(layer, before, unprojected), reference))
     found.update(changed(merge + ", in the query's gradient",
                          rerun(layer, before, lambda: run(unmerged=(0,))), reference))
     found.update(changed(merge, rerun(layer, before, lambda: run(unmerged=(0, 1, 2))),
@@ -83,7 +107,7 @@ def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_ba
     return found
 
 
-def mla_project(layer, dK, dV, reference):
+def mla_project(layer, dQ, dK, dV, reference):
     """The latent's gradient with one of its two paths only (= where += was meant)."""
     def run(keep):
         from_k, from_v = layer.w_k_decompress.backward(dK), layer.w_v_decompress.backward(dV)
@@ -97,6 +121,11 @@ def mla_project(layer, dK, dV, reference):
         variant = {("dx.1" if name == "dx.0" else name): a for name, a in variant.items()
                    if name == "dx.0" or name.startswith("grad.w_kv_compress.")}
         found.update(changed(cause, variant, reference))
+    query = rerun(layer, {}, lambda: (dQ,))         # the query's projection skipped
+    found.update(changed("the query projection's backward (w_q) is skipped: dQ is passed on "
+                         "as it came", {name: a for name, a in query.items()
+                                        if name == "dx.0" or name.startswith("grad.w_q.")},
+                         reference))
     return found
 
 
@@ -105,28 +134,79 @@ def feedforward(layer, dout, reference):
         dh = layer.linear_2.backward(dout)
         dh = dh if skip == "dropout" else layer.dropout.backward(dh)
         dh = dh if skip == "activation" else layer.activation.backward(dh)
+        dh = layer.activation.backward(dh) if skip == "twice" else dh
         return layer.linear_1.backward(dh)
     found = changed("the dropout's backward is skipped",
                     rerun(layer, {}, lambda: run("dropout")), reference)
     found.update(changed("the activation's backward is skipped",
                          rerun(layer, {}, lambda: run("activation")), reference))
+    found.update(changed("the activation's backward is applied twice",
+                         rerun(layer, {}, lambda: run("twice")), reference))
     return found
 
 
-def encoder_block(block, dout, query_only=False, skip_feed_forward=False):
-    dx, df = block.sublayers[1].exit_backward(dout)
+PARTS = {"q": "query", "k": "key", "v": "value"}
+
+
+def block_backward(block, dout, decoder, residual=None, self_parts="qkv", memory_parts="kv",
+                   skip_feed_forward=False):
+    """An encoder or decoder block's backward with one slip: the residual path of sublayer
+    `residual` dropped, the self-attention's (the memory's) gradient summed over
+    `self_parts` (`memory_parts`) of query, key and value only, the feed-forward skipped."""
+    last = len(block.sublayers) - 1
+    dx, df = block.sublayers[last].exit_backward(dout)
     dh = df if skip_feed_forward else block.feed_forward.backward(df)
-    dx = dx + block.sublayers[1].enter_backward(dh)
+    back = block.sublayers[last].enter_backward(dh)
+    dx = back if residual == last else dx + back
+    dmemory = None
+    if decoder:
+        dx, dc = block.sublayers[1].exit_backward(dx)
+        dq, dk, dv = block.cross_attn.backward(dc)
+        dmemory = sum(g for key, g in zip("qkv", (dq, dk, dv)) if key in memory_parts)
+        back = block.sublayers[1].enter_backward(dq)
+        dx = back if residual == 1 else dx + back
     dx, da = block.sublayers[0].exit_backward(dx)
-    dq, dk, dv = block.self_attn.backward(da)
-    return dx + block.sublayers[0].enter_backward(dq if query_only else dq + dk + dv)
+    grads = block.self_attn.backward(da)
+    back = block.sublayers[0].enter_backward(
+        sum(g for key, g in zip("qkv", grads) if key in self_parts))
+    dx = back if residual == 0 else dx + back
+    return (dx, dmemory) if decoder else dx
+
+
+def block_slips(block, dout, decoder, reference):
+    """{"<output>|<cause>": array} of one block's slips (its children stand-ins)."""
+    names = (("the self-attention", "the cross-attention", "the feed-forward") if decoder
+             else ("the self-attention", "the feed-forward"))
+    slips = {"the self-attention's gradient keeps the query's part only (the block's input "
+             "was read as query, key and value)": dict(self_parts="q")}
+    if not decoder:
+        slips["the feed-forward's backward is skipped"] = dict(skip_feed_forward=True)
+    for i, name in enumerate(names):
+        slips[f"the residual path's gradient around {name} is dropped (the sublayer's input "
+              "gets only the gradient through the sublayer)"] = dict(residual=i)
+    for left in "kv":
+        slips[f"the self-attention's gradient leaves out the {PARTS[left]} part (the "
+              "block's input is its query, key and value)"] = dict(
+                  self_parts="qkv".replace(left, ""))
+        if decoder:
+            slips[f"the {PARTS[left]} part of the memory gradient is left out (the memory "
+                  "is the cross-attention's key and its value)"] = dict(
+                      memory_parts="kv".replace(left, ""))
+    found = {}
+    for cause, slip in slips.items():
+        found.update(changed(cause, rerun(block, {}, lambda: block_backward(
+            block, dout, decoder, **slip)), reference))
+    return found
 
 
 def memory_terms(blocks):
     """The terms of the memory gradient (sum terms, "<label>"): each block's cross-attention
     key and value gradients, as the stand-ins returned them in the backward under test."""
-    parts = [block.cross_attn.returned[1:] for block in blocks]
-    terms = {"the value part of the memory gradient": sum(dv for _, dv in parts)}
+    parts = [getattr(block.cross_attn, "returned", (None,))[1:] for block in blocks]
+    if not all(parts):          # the package's own attention keeps no record of its returns
+        return {}
+    terms = {"the key part of the memory gradient": sum(dk for dk, _ in parts),
+             "the value part of the memory gradient": sum(dv for _, dv in parts)}
     if len(blocks) > 1:
         terms.update({f"the memory gradient of block {i + 1}": dk + dv
                       for i, (dk, dv) in enumerate(parts)})
@@ -139,15 +219,7 @@ def stack(model, dout, decoder, block_only, reference):
     (encoder), the final norm skipped, the blocks in the forward order."""
     terms = memory_terms([model] if block_only else model.layers) if decoder else {}
     if block_only:
-        if decoder:
-            return terms
-        found = changed("the self-attention's gradient keeps the query's part only (the "
-                        "block's input was read as query, key and value)",
-                        rerun(model, {}, lambda: encoder_block(model, dout, query_only=True)),
-                        reference)
-        found.update(changed("the feed-forward's backward is skipped", rerun(
-            model, {}, lambda: encoder_block(model, dout, skip_feed_forward=True)), reference))
-        return found
+        return {**terms, **block_slips(model, dout, decoder, reference)}
 
     def run(skip_norm=False, forward=False):
         d = dout if skip_norm or model.norm is None else model.norm.backward(dout)

@@ -212,21 +212,24 @@ class Norm(StandIn):
 
 
 class Attention(StandIn):
-    """y = tanh(q A) + mean over keys of (k * v) + b: reads q, k and v; returns 3 grads."""
+    """y = tanh(q A) + mean over keys of (k * tanh(v)) + b: reads q, k and v; returns 3
+    grads. Key and value enter unlike each other, so where one array is both (the memory
+    of a cross-attention, a self-attention's input) its key and value gradients differ,
+    and the diagnosis can tell which of the two a caller left out."""
 
     def __init__(self, A, b):
         super().__init__(bias=b)
         self.A = A
 
     def forward(self, q, k, v, mask=None, cache=None):
-        t = np.tanh(q @ self.A)                                         # (B, Tq, D)
-        self.saved = (t, k, v)
-        return t + (k * v).mean(axis=1, keepdims=True) + self.params["bias"]
+        t, u = np.tanh(q @ self.A), np.tanh(v)                         # (B, Tq, D), (B, Tk, D)
+        self.saved = (t, k, u)
+        return t + (k * u).mean(axis=1, keepdims=True) + self.params["bias"]
 
     def backward(self, dy):
-        t, k, v = self.saved
+        t, k, u = self.saved
         self.add("bias", rows(dy).sum(axis=0))
         dq = (dy * (1 - t * t)) @ self.A.T                              # (B, Tq, D)
         dmean = dy.sum(axis=1, keepdims=True) / k.shape[1]               # (B, 1, D)
-        self.returned = (dq, dmean * v, dmean * k)      # the terms a caller sums (terms())
+        self.returned = (dq, dmean * u, dmean * k * (1 - u * u))   # the terms a caller sums
         return self.returned

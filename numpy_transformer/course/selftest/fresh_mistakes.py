@@ -48,7 +48,7 @@ FRESH = [
           "self.grads['beta'] += fast.sum(dy.reshape(-1, D), axis=0)",
           "self.grads['beta'] += dy.reshape(-1, D).mean(axis=0)", ROWS_FACTOR),
     fresh("layernorm_gamma_not_applied", "layernorm", "LayerNorm.backward",
-          "g = dy * self.params['gamma']", "g = dy", "gamma"),
+          "g = dy * self.params['gamma']", "g = dy", "not scaled by gamma"),
     fresh("layernorm_mean_term_sign", "layernorm", "LayerNorm.backward",
           "dx = g - mean_g", "dx = g + mean_g",
           "the part that flows through the mean", "sign"),
@@ -65,7 +65,7 @@ FRESH = [
           "the part that couples the entries", "1/d with d = "),
     # gelu: a half dropped, the chain rule's last step forgotten
     fresh("gelu_first_term_doubled", "gelu", "GELU.backward",
-          "0.5 * (1.0 + t)", "(1.0 + t)", "the product rule's first term", "2 times"),
+          "0.5 * (1.0 + t)", "(1.0 + t)", "the product rule's first term", "twice"),
     fresh("gelu_incoming_gradient_forgotten", "gelu", "GELU.backward",
           "return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)",
           "return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx",
@@ -87,7 +87,7 @@ FRESH = [
           "the softmax's backward is skipped"),
     fresh("attention_dropout_undone_twice", "attention", ATTENTION,
           "dattn = dropout.backward(dattn)", "dattn = dropout.backward(dropout.backward(dattn))",
-          "1/(1-p) with p = "),
+          "dropout", "twice"),
     # multi-head attention: the output projection's backward skipped, the query's and
     # key's projections swapped
     fresh("mha_output_projection_skipped", "multihead_attention",
@@ -100,7 +100,7 @@ FRESH = [
           "the query and key gradients go through each other's projection"),
     # mla: a path of the latent's gradient left out, a projection's backward skipped
     fresh("mla_value_path_left_out", "mla", "MultiHeadLatentAttention.project_backward",
-          "dc += self.w_v_decompress.backward(dV)", "pass", "w_v_decompress", SKIPPED),
+          "dc += self.w_v_decompress.backward(dV)", "pass", "the value path is left out"),
     fresh("mla_query_projection_skipped", "mla", "MultiHeadLatentAttention.project_backward",
           "self.w_q.backward(dQ)", "dQ", "w_q", SKIPPED),
     # feedforward: the activation's backward applied twice
@@ -128,7 +128,7 @@ FRESH = [
           "dx[rows, t] -= 1 - eps", "dx[rows, t] += 1 - eps", "the target class", "sign"),
     fresh("cross_entropy_averaged_over_vocabulary", "cross_entropy",
           "CrossEntropyLoss.backward", "dx *= scale[:, None]", "dx *= scale[:, None] / V",
-          "1/V with V = "),
+          "1/d with d = ", "the last axis"),
     # adam: the step count off by one, the learning rate left out, L2's sign
     fresh("adam_step_count_off_by_one", "adam", "Adam._update",
           "m_hat = m / (1 - b1 ** t)\nv_hat = v / (1 - b2 ** t)",

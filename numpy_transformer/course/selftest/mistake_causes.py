@@ -25,8 +25,8 @@ CAUSES = {
     "cross_entropy_ignores_dloss": ("exactly 1/dloss",),
     "adam_no_bias_correction": ("the bias correction is left out",),
     "adam_first_moment_only_corrected": ("only the first moment is bias-corrected",),
-    "attention_key_scale_forgotten": ("exactly sqrt(d) (d = ",),
-    "attention_divides_by_batch": ("exactly 1/B (B = 3, its first axis) times",),
+    "attention_key_scale_forgotten": ("exactly sqrt(d) with d = ",),
+    "attention_divides_by_batch": ("exactly 1/B with B = 3, the batch (the first axis) times",),
     "attention_skips_dropout": ("the weights' dropout is not undone on their gradient",),
     "mha_swaps_key_value": ("the key and value gradients go through each other's projection",),
     "mha_reshape_without_transpose": ("a transpose is missing before the merge",),
@@ -35,7 +35,7 @@ CAUSES = {
                                           "part only",),
     "encoder_final_norm_skipped": ("the final LayerNorm's backward is skipped",),
     "decoder_memory_last_layer_only": (SUM_TERM + "the memory gradient of block",),
-    "decoder_block_memory_keys_only": (SUM_TERM + "the value part of the memory gradient",),
+    "decoder_block_memory_keys_only": ("the value part of the memory gradient",),
     "linear_bias_batch_axis_only": ("of layers/linear.py", "a sum over too few axes?"),
     "layernorm_gamma_batch_axis_only": ("of layers/normalization.py",
                                         "a sum over too few axes?"),
@@ -45,8 +45,8 @@ CAUSES = {
     "gelu_finite_difference": ("is this a finite-difference gradient?",),
     "attention_fresh_dropout_mask": ("dropout drew a new mask after forward",),
     "gelu_tanh_derivative": ("the derivative of tanh is wrong",),
-    "dropout_without_scale": ("exactly (1 - p) (p = ",),
-    "dropout_scales_twice": ("exactly 1/(1 - p) (p = ",),
+    "dropout_without_scale": ("exactly (1-p) with p = ",),
+    "dropout_scales_twice": ("exactly 1/(1-p) with p = ",),
     "dropout_reapply_ignores_mask": ("a mask not applied?",),
     "positional_sin_cos_swapped": ("sine and cosine are swapped",),
     "positional_exponent_i": ("the frequencies fall off half as fast as they should",),
@@ -55,7 +55,7 @@ CAUSES = {
                                                  "dropout",),
     "mla_returns_dv": ("the array dV it was given, " + UNCHANGED,),
     "feedforward_skips_activation": ("the activation's backward is skipped",),
-    "embedding_forgets_multiplier": ("exactly 1/sqrt(d) (d = ",),
+    "embedding_forgets_multiplier": ("exactly 1/sqrt(d) with d = ",),
     "cross_entropy_counts_ignored_rows": ("the ignored rows are counted in the average",),
     "cross_entropy_ignored_rows_not_zeroed": ("a mask not applied?",),
     "adam_ignores_l2_decay": ("the L2 weight decay is left out of the gradient",),
@@ -76,9 +76,9 @@ CAUSES = {
     "attention_softmax_gets_dropped_weights": ("the softmax's backward gets the weights after "
                                                "dropout",),
     "linear_weight_unflattened": ("of layers/linear.py", "do not match in a matrix product "
-                                  'while computing self.grads["weight"]'),
+                                  "while computing self.grads['weight']"),
     "layernorm_mean_without_keepdims": ("of layers/normalization.py", "do not match while "
-                                        "computing the returned value"),
+                                        "computing dx"),
     "softmax_sum_without_keepdims": ("of layers/softmax.py", "do not match while computing "
                                      "the returned value"),
     "attention_value_gradient_untransposed": ("of layers/attention.py", "do not match in a "
