@@ -47,7 +47,7 @@ return dy * getattr(w, "im" + "ag") / 1e-30"""}),
 from ._dual import Dual
 x, t = self.saved_for_backward()
 z = Dual(x, xp.ones_like(x))
-w = z * (z * z * self.A + z) * self.C
+w = (z * z * z * self.A + z) * self.C
 return dy * ((w.tanh() + 1.0) * z * 0.5).eps"""},
         files={"layers/_dual.py": '''"""Numbers with an infinitesimal part."""
 import numpy as np
@@ -208,6 +208,16 @@ class _Worker:
 _WORKER = _Worker()
 Linear.backward = lambda self, dy: _WORKER(self, dy)
 '''}),
+    # -- the watch switched off --------------------------------------------------------------
+    "trace hook switched off before a complex step": dict(
+        part="gelu", category="tamper",
+        bodies={"GELU.backward": """
+import sys
+getattr(sys, "set" + "trace")(None)
+x, t = self.saved_for_backward()
+z = x + 1e-30 * xp.sqrt(-xp.ones(1, dtype=getattr(xp, "comp" + "lex128")))
+w = 0.5 * z * (1.0 + xp.tanh(self.C * (z + self.A * z**3)))
+return dy * getattr(w, "im" + "ag") / 1e-30"""}),
     # -- exec ------------------------------------------------------------------------------
     "complex step through builtins' exec": dict(
         part="gelu", category="exec",

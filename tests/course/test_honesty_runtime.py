@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from numpy_transformer.course.classroom.grade import grade
-from numpy_transformer.course.classroom.honesty import review
+from numpy_transformer.course.classroom.honesty import _graded, part_ran_flags, review
 from numpy_transformer.course.copies.make import PACKAGE, package_regions
 from numpy_transformer.course.grading import harness, scenarios_layers, scenarios_models
 from numpy_transformer.course.grading.scoring import reference_results, score_part
@@ -71,6 +71,7 @@ def graded_in_process(copy, parts, seed=SEED):
             outputs, status = worker.run_tasks(harness, ref.tasks, ref.inputs, observer, alias,
                                                StandIns)
             found[part] = (score_part(part, outputs, status, seed), status)
+        observer.close()
     finally:
         scenarios_layers.known_slips, scenarios_models.known_slips = slips
         sys.settrace(None)
@@ -142,7 +143,19 @@ def test_each_forgery_is_flagged_by_what_runs_not_by_the_reading(solution_copy, 
 KINDS = {"complex": {"ran_complex"}, "dual": {"ran_arith"}, "precision": {"ran_precision"},
          "in forward": {"ran_complex", "ran_forward"}, "replaced": {"replaced"},
          "exec": {"ran_forward", "ran_complex"}, "differences": {"cost"},
-         "Richardson": {"ran_forward", "cost"}}
+         "Richardson": {"ran_forward", "cost"}, "tamper": {"tamper"}}
+
+
+def test_a_watched_task_without_a_report_is_flagged(solution_copy):
+    """A worker whose report went missing (the student's code took the status file's
+    writing in hand, say) is flagged, as is one that saw no window."""
+    functions = _graded(solution_copy, ["gelu"], None)["gelu"]
+    ok = {"state": "ok", "message": ""}
+    for entry in ({**ok}, {**ok, "observed": {"windows": 0, "notes": [], "entries": []}}):
+        [flag] = part_ran_flags("gelu", functions, {"c0t0": "gelu"}, {"c0t0": entry})
+        assert flag.kinds == ("unwatched",) and flag.path == "layers/activations.py"
+    assert part_ran_flags("gelu", functions, {"c0t0": "gelu"},
+                          {"c0t0": {"state": "error", "message": "x"}}) == []
 
 
 @pytest.mark.slow          # two sandboxed grades of three parts: ~5 s on 2 cores

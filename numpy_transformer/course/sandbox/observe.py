@@ -118,6 +118,10 @@ class Observer:
         self.window = None
         return self.report
 
+    def close(self):
+        """Give sys.settrace back (the worker never needs to: its process ends)."""
+        sys.settrace = self._settrace
+
     def _guard(self, function):
         """sys.settrace as the student sees it: calling it while watching is noted."""
         if self.report is not None and self.window is not None:
