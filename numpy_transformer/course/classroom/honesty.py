@@ -1,11 +1,13 @@
-"""Answers that are not derivations: a static reading of each graded function of a copy.
+"""Answers that are not derivations: a reading of each graded function of a copy, and what
+the grading workers saw of it while it ran.
 
 Output tests cannot tell every shortcut from a derived backward. Complex-step
 differentiation, `f(x + 1j*h).imag / h`, is exact to rounding and passes the
 1e-12 rule; an answer read from a file passes wherever the file holds it. So
 the grader also reads the code of each part (nothing of it runs here):
 
-    review(root, parts)          -> {part: [Flag]} for the copy in `root`
+    review(root, parts)          -> {part: [Flag]} for the copy in `root`: the reading's
+                                    flags and those of what ran (below)
     flag_results(results, flags, refuse=False)   the flags put on the PartResults
 
 A graded function is the one around each solution region of the reference
@@ -29,8 +31,33 @@ correct alternative forms raise no flag (tests/course/test_assignment_honesty.py
 
 What a reading cannot see: code the graded function reaches other than by a name
 of its file (a helper in another module of the student's, `getattr(x, "im" +
-"ag")`, a reference function the student changed). The flags are a teacher's
-lead, not a proof; the output tests stay the grade.
+"ag")`, exec, a method swapped in at import). So the worker also watches each part's
+forward and backward while they run (sandbox/observe.py, which says how) and reports
+with its results; `ran_flags` turns the reports into Flags of the same shape, at the
+nearest line of the student's package (the graded function's `def` line when there is
+none), with these kinds:
+
+    ran_forward    a forward of the package ran inside a backward (any forward or
+                   __call__ of a class of the package, F inside F_backward), or a forward
+                   inside itself: found by code object, whatever the route
+    ran_complex    a complex value was made (a number, an array, a dtype, a constant)
+    ran_precision  a Decimal, a Fraction or an object array was made
+    ran_arith      a value of a class of the student's that defines arithmetic (duals)
+    tamper         the trace hook was switched off or replaced
+    replaced       the backward the harness called is not the graded function of the
+                   student's file (a method swapped in at import, a stub left while a
+                   module-level object does the work)
+    cost           the events of the backward (Python calls, lines of the student's) at
+                   4 times the widths exceed GROWTH times those at the task's widths plus
+                   SLACK: an evaluation per element or column, not a derivation
+    unwatched      a watched task ran without a report
+
+The reference, the catalogue's right bodies and the correct alternative forms raise none
+(tests/course/test_honesty_runtime.py). Code that goes after the watch itself (ctypes,
+a frame's f_trace rewritten, the status file written by hand) can hide from it, and a
+numerical derivative elementwise in a layer without parameters, with the forward's
+formula retyped (no forward run, flat cost) looks like a derivation to both readings.
+The flags are a teacher's lead, not a proof; the output tests stay the grade.
 """
 
 import ast

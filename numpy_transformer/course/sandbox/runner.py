@@ -30,6 +30,9 @@ the worker gave no results: not run (the submission's time spent), timed out, ou
 memory, or the exit status and last line of a crash (an `os._exit(0)` at import counts: it
 writes no results). A message that a limit's error ends (a fork refused, a full disk) names
 the limit; the worker's path of the copy is replaced by the student's folder.
+What the worker saw of each part while it ran (observe.py: the status's "observed" and
+"cost" entries, which scoring.py ignores) is kept per copy until honesty.review takes
+it (`observations(root)`), so grade.py's one call to review gets both opinions.
 """
 
 import json
