@@ -299,7 +299,7 @@ for idx in xp.ndindex(*p.shape):
     e1, e2 = (4 * d2 - d1) / 3, (4 * d3 - d2) / 3
     out[idx] = (16 * e2 - e1) / 15
 return out * (p > 0)"""},
-        append={"layers/softmax.py": "\n\n_apply = softmax     # the forward, under another name\n"}),
+        append={"layers/softmax.py": "\n\n_apply = softmax     # the forward, another name\n"}),
     "Richardson extrapolation through getattr, all elements at once": dict(
         part="gelu", category="Richardson",
         bodies={"GELU.backward": """

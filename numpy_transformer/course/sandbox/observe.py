@@ -164,8 +164,8 @@ class Observer:
         """Note `kind` at the nearest line of the package from `frame` (`line`: the frame's
         line to name, if not its current one): the first of each kind in each file."""
         path, where = self._where(frame)
-        if line is not None and frame is not None and path and \
-                self._where(frame)[1] == frame.f_lineno:
+        own = frame is not None and path and where == frame.f_lineno   # frame is the package's
+        if line is not None and own:
             where = line
         if (kind, path) not in self._seen and len(self._seen) < MAX_NOTES:
             self._seen.add((kind, path))
