@@ -8,7 +8,7 @@ check, and the reverse.
 An array is compared with the one expected of it, the error measured against the
 magnitudes that went into it:
 
-    err = max |got - expected| / max(max |expected|, ROUNDING * T)
+    err = max |got - expected| / max(max |expected|, ROUNDING * T),   ROUNDING = 1e-2
     T   = the largest |value| of the task: its float input arrays and its compared
           expected outputs
 
@@ -17,15 +17,15 @@ few float64 epsilons of the values that went into each sum. Most arrays are as l
 as those values, and the relative error is ~1e-16. But an array that is zero in exact
 arithmetic comes out as rounding noise: the gradient of the key projection's bias in
 multi-head attention (a softmax ignores a shift of its row, so the sum of dK over the
-keys cancels), 1e-15 to 1e-19 of T, its digits different for every order of the
-products. Measured by itself that noise is off by 100%; measured against T it is
-~1e-16. ROUNDING = 1e-3 lets an array 1000 times smaller than the task's largest
-value round like it (a sum of a few hundred terms of size T cancelling to 0 leaves
-~1e-15 T at most: the worst of the correct alternatives of
-tests/course/test_one_judgement.py reaches err 1e-14 with it), and keeps every
-mistake caught: a mistake changes an array by 1e-3 of itself or more, so only an
-array below 1e-12 / 1e-3 = 1e-9 of T could hide one, and no check's array is that
-small unless it is zero.
+keys cancels), 1e-15 to 1e-19, its digits different for every order of the products.
+Measured by itself that noise is off by 100%. Measured against T it is small: the
+correct alternatives of tests/course/test_one_judgement.py leave at most 2.4e-15 of
+noise where T is 21 (1.1e-16 T); with the floor at 1e-2 T that is err 1.2e-14, 80
+times inside the tolerance of 1e-12 (at 1e-3 T it would be 1.2e-13, too close).
+Every mistake stays caught: one changes an array by 1e-3 of itself or more, so only an
+array below 1e-12 * 1e-2 / 1e-3 = 1e-11 of T could hide one, and no check's array is
+that small unless it is zero (tests/course/test_one_judgement.py runs the catalogue).
+The grader and the check apply the same rule to every part, composite or not.
 
 The verdicts:
 
@@ -47,7 +47,7 @@ import numpy as np
 from .diagnose import diagnose
 
 NUMERIC = 1e-6      # a wrong array this close is numerics, not derivation
-ROUNDING = 1e-3     # an array's floor of scale, as a fraction of the task's largest value
+ROUNDING = 1e-2     # an array's floor of scale, as a fraction of the task's largest value
 FLOAT32_EPS = float(np.finfo(np.float32).eps)      # 1.2e-7: float32's round-off
 
 

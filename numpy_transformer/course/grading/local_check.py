@@ -16,7 +16,7 @@ at other sizes than the grader's, PUBLIC_SIZES) and the grader's table of scenar
 sub-layers (the copy holds no stand-ins): each part's module of the copy is fed the
 saved inputs and its outputs are compared with the saved ones by the grader's own
 judgement (judgement.py: pass at the check's tolerance, 1e-12, each array measured
-against its own size or 1e-3 of the task's largest value, whichever is larger;
+against its own size or 1e-2 of the task's largest value, whichever is larger;
 "numerically close" up to 1e-6, else wrong, with diagnose.py's reading of how the
 arrays differ). A composite part whose own check fails while a part it uses fails
 too says "check PART first".

@@ -10,13 +10,13 @@ copy's expected.npz holds the public check's, drawn from other seeds. `score_par
 compares what the worker returned with those, array by array, here in the teacher's
 process, with the one judgement `assignment check` uses too (judgement.py):
 
-    err = max |got - expected| / max(max |expected|, 1e-3 * T),  T the task's largest
+    err = max |got - expected| / max(max |expected|, 1e-2 * T),  T the task's largest
           |value| (its float inputs and compared outputs): an array zero in exact
           arithmetic is rounding noise, measured against what went into it
 
 A check passes when every compared array of every task has the expected shape,
 is finite and agrees within the check's tolerance (1e-12, float64 round-off: the
-correct forms of the catalogue and of tests/course/test_one_judgement.py reach 1e-14
+correct forms of the catalogue and of tests/course/test_one_judgement.py reach 2e-14
 at most). Its points are all or nothing. An array within 1e-6 but outside the
 tolerance is reported as numerically close (a finite-difference gradient lands at
 1e-11 to 1e-8; one computed in float32 at float32 round-off, ~1e-7, and is called
