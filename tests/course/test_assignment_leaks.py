@@ -319,7 +319,8 @@ QUOTED = [
      "    a[index[i]] += values[i] for every i, a repeated index adding every time."),
 ]
 # More of the same, found around them: lesson 4's table and paragraph of cell 10, the
-# gradient-check case that joined a SublayerConnection's halves (gradcheck_cases.py).
+# gradient-check case that joined a SublayerConnection's halves (gradcheck_cases.py), lesson
+# 3's sum of a row of dS, lesson 8's first bug (the correct dx less LayerNorm's third term).
 AROUND = [
     ("notebooks/04_layernorm_feedforward_residual.ipynb cell 10", "encoder_stack",
      r"| post-norm (paper) | $z = x + f(x),\quad y = \mathrm{LN}(z)$ | $dz = \mathrm{LN}'(dy),"
@@ -336,6 +337,9 @@ AROUND = [
     ("notebooks/03_multi_head_attention_backward.ipynb cell 14", "softmax",
      r"$\sum_k dS_{ik} = a\cdot da - (a\cdot da)\sum_k a_k = 0$. Hence $db_k = s\sum_i Q_i "
      r"\sum_k dS_{ik} = 0$."),
+    ("notebooks/08_gradient_checking.ipynb cell 9", "layernorm",
+     '        return dx + r * xhat * (dy * self.params["gamma"] * xhat).mean(axis=-1, '
+     'keepdims=True)   # BUG: the term through sigma is gone'),
 ]
 
 
@@ -422,8 +426,9 @@ def test_a_copy_leaves_out_the_outputs_that_print_an_answer(tmp_path):
 
 
 def test_the_quoted_places_now_ask_instead(student_copy):
-    """Where the quoted lines were, a full student copy asks: lesson 3's Jacobian and lesson
-    4's backward are stubbed regions, residual.py and fast.py state what is computed."""
+    """Where the quoted lines were, a full student copy asks: lesson 3's Jacobian, lesson
+    4's backward and lesson 8's first bug are stubbed regions, residual.py and fast.py state
+    what is computed."""
     books = {name: json.loads(next((student_copy / "notebooks").glob(f"{name}_*.ipynb"))
                               .read_text(encoding="utf-8"))["cells"] for name in ("03", "04")}
     jacobian = "".join(books["03"][9]["source"])
@@ -431,6 +436,9 @@ def test_the_quoted_places_now_ask_instead(student_copy):
     residual = "".join(books["04"][11]["source"])
     assert "exit_backward" not in residual and "[assignment part encoder_stack]" in residual
     assert "Given $dy$, what is $dx$ in each" in "".join(books["04"][10]["source"])
+    bug = "".join(json.loads(next((student_copy / "notebooks").glob("08_*.ipynb")).read_text(
+        encoding="utf-8"))["cells"][9]["source"])
+    assert "xhat).mean" not in bug and "[assignment part layernorm]" in bug
     layers = student_copy / "numpy_transformer" / "layers"
     assert "exit_backward(dy) gives the gradients of x" in (layers / "residual.py").read_text()
     assert "Same as `xp.add.at(a, index, values)`" in (layers / "fast.py").read_text()

@@ -78,6 +78,8 @@ CODE = [
     (r"\bsoftmax\s*\(\s*(?:logits|x|s|z|scores)\s*\)", " p "),
     (r"\bgrads\s*\[\s*['\"]weight['\"]\s*\]", " dw "),
     (r"\bparams\s*\[\s*['\"]weight['\"]\s*\]", " w "),
+    (r"\bgrads\s*\[\s*['\"](gamma|beta)['\"]\s*\]", r" d\1 "),     # LayerNorm's, by name
+    (r"\bparams\s*\[\s*['\"](gamma|beta)['\"]\s*\]", r" \1 "),
     (r"\.sum\s*\(", " sum ("), (r"\.mean\s*\(", " mean ("),
 ]
 
