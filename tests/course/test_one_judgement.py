@@ -15,15 +15,20 @@ itself. Both sides now call judgement.py. Here:
   (local_check.check_parts, on an expected.npz written before the swap) passes them;
 - a body computed in float32 (the rules: compute in the inputs' dtype) fails both,
   each saying float32;
-- a copy made for some parts checks those parts only, and never says "check X first"
-  of a part it does not assign.
-(A catalogue mistake still fails in its own part: test_student_check.py,
-test_assignment_catalogue.py, test_assignment_diagnosis.py.)
+- every catalogue mistake (mistakes.py) fails both in its own part, and `check` names
+  the cause the grader names where its own children can show it (one mistake per part
+  here, the rest in the slow pass);
+- (slow) the testers' four bodies written into a copy's files: the sandboxed grader
+  gives full marks and `assignment check` passes every part.
+(A copy made for some parts checks those parts only: test_student_check.py.)
 """
 
 import ast
 import contextlib
 import math
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
 
@@ -31,7 +36,8 @@ import numpy as np
 import pytest
 
 from numpy_transformer.course.copies.make import PACKAGE, package_regions
-from numpy_transformer.course.copies.markers import indented
+from numpy_transformer.course.classroom.grade import grade
+from numpy_transformer.course.copies.markers import indented, write_region_bodies
 from numpy_transformer.course.grading import local_check, scoring
 from numpy_transformer.course.grading.local_check import USES
 from numpy_transformer.course.selftest.mistakes import MISTAKES
@@ -397,3 +403,30 @@ def test_a_catalogue_mistake_fails_both_in_its_own_part(expected, mistake):
     for user in parts[1:]:
         assert points[user].points == points[user].max_points, (user, points[user].message)
         assert verdicts[user][0] in ("pass", "check first"), (user, verdicts[user])
+
+
+TESTERS = ("linear_einsum", "attention_other_order", "softmax_loop_over_rows",
+           "layernorm_cs231n")        # the four the testers of issue 49 wrote
+
+
+@pytest.mark.slow
+def test_the_testers_bodies_in_a_copy_pass_the_sandboxed_grader_and_check(solution_copy,
+                                                                          tmp_path):
+    """End to end: the testers' four bodies written into a solution copy's files (NumPy as
+    `xp` where the file imports no `np`), graded by the sandboxed grader and checked by
+    `python -m numpy_transformer assignment check` in the copy: full marks, every part
+    passes."""
+    copy = shutil.copytree(solution_copy, tmp_path / "copy",
+                           ignore=shutil.ignore_patterns("notebooks"))
+    package = copy / "numpy_transformer"
+    regions = {r.qualname: r for r in package_regions(package)}
+    chosen = [ALTERNATIVES[name] for name in TESTERS]
+    bodies = [body if "import numpy as np" in (package / regions[q].path).read_text()
+              else body.replace("np.", "xp.") for q, body in chosen]
+    write_region_bodies(package, [regions[q] for q, _ in chosen], bodies)
+    report = grade(copy)
+    assert all(r.points == r.max_points for r in report.parts), report.table()
+    done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "check"],
+                          cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout
