@@ -9,7 +9,7 @@
 A mistake of the catalogue (mistakes.py) is one change of a right body, found and made in
 this canonical form, so the core's layout, comments and quoting never matter: editing a
 graded body in the core needs no edit here, and a mistake whose code the core no longer
-holds fails loudly when the catalogue is built (tests/course/test_selftest_follows_core.py
+holds fails loudly when the catalogue is built (tests/course/test_course_rooms.py
 reformats a scratch copy of the core and builds, grades and self-tests from it).
 """
 
