@@ -218,7 +218,7 @@ LAYER_CASES = [
         (rand(rng, 2, 3, 5),), {})),
     *[Case(f"SublayerConnection ({kind}-norm): {half}", "", seed=18,
            build=lambda rng, pre=kind == "pre", half=half: residual_half(rng, pre, half))
-      for kind, half in (("post", "exit"), ("pre", "enter"), ("pre", "exit"))],   # post's enter: x
+      for kind, half in (("post", "exit"), ("pre", "enter"), ("pre", "exit"))],  # post's enter is x
     Case("attention, q (2, 3, 4, 6), k and v (2, 3, 5, 6)", "attention", seed=30, **ATTENTION,
          build=lambda rng: (attention_module(), qkv(rng), {})),
     Case("attention with a padding mask", "attention", seed=31, **ATTENTION,

@@ -28,9 +28,10 @@ boilerplate (copydetect drops them): what two students share beyond those is wha
 counts; so does not, in a class of SMALL_CLASS or more, what more than COMMON of the
 class and more than MIN_COMMON students wrote alike (MOSS's rule: a passage in many
 programs is the problem's; in a smaller class no passage is discounted, as a share of
-it is a handful of students: common_count). A pair's similarity is the shared share of the smaller of the two
-solutions (their fingerprinted tokens, all graded parts together), and a pair is
-reported when it is at least `threshold` and at least MIN_SHARED tokens are shared.
+it is a handful of students: common_count). A pair's similarity is the shared share of
+the smaller of the two solutions (their fingerprinted tokens, all graded parts
+together), and a pair is reported when it is at least `threshold` and at least
+MIN_SHARED tokens are shared.
 THRESHOLD is set clearly above what independent correct bodies reach: measured on
 the catalogue's right bodies (right_bodies.py) and the correct alternative forms
 of tests/course/test_class_tools.py, each against every other of its function,
