@@ -9,7 +9,6 @@ the mean loss in nats per character and the perplexity exp(loss).
 
 import shlex
 import sys
-import time
 from functools import partial
 
 from ..checkpoint import load_run
@@ -80,7 +79,6 @@ def add_parsers(commands):
 
 def run_train_lm(args):
     from ..errors import InputError
-    start = time.perf_counter()
     run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = run.resolve_settings(args, "lm", LM_SETTINGS, [LM], LM_QUICK)
     if not s["text"]:
@@ -105,12 +103,12 @@ def run_train_lm(args):
     if status is not None:
         return status
     final = evaluate_lm(model, val_ids, block_size=s["max_len"], batch_size=s["batch_size"])
-    print(f"\n{run.steps_line(result, time.perf_counter() - start)}. Held-out loss "
+    print(f"\n{run.steps_line(result)}. Held-out loss "
           f"(the last 10% of the text, {len(val_ids):,} characters) {final['loss']:.4f} nats "
           f"per character, perplexity {final['perplexity']:.2f}")
     sample = generate_text(model, tok, "\n", 200, temperature=0.8, seed=s["seed"])
     print("sample:\n" + sample)
-    run.write_results(s, trainer, time.perf_counter() - start, held_out=final,
+    run.write_results(s, trainer, result, held_out=final,
                       held_out_characters=len(val_ids), sample=sample)
     figures = run.draw_figures(args, s, trainer, unit="character")
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "

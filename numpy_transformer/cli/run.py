@@ -31,7 +31,7 @@ from .config_file import sources
 from .configs import config_from
 from .outputs import check_figures_folder, check_name
 from .resuming import continue_command, launcher, resumed_settings
-from .sessions import session_line, with_this_one, with_wall_times
+from .sessions import session_line
 
 
 def resolve_settings(args, kind, names, presets, quick):
@@ -93,9 +93,7 @@ def make_trainer(args, settings, model, stream, ckpt, evaluate, best_metric, **w
     state.command = provenance()["command"]         # this session's command, and its time
     state.clock.total = time.perf_counter() - STARTED.get("at", time.perf_counter())
     if ckpt is not None:          # the checkpoint's run state, with this session's command
-        trainer.resume(ckpt)      # and clock; the earlier sessions' wall times: sessions.py
-        trainer.state.sessions_before = with_wall_times(
-            trainer.state.sessions_before, os.path.join(settings["out"], "results.json"))
+        trainer.resume(ckpt)      # and clock (sessions.py)
     if getattr(args, "tensorboard", False) and trainer.rank == 0:   # before the folder is
         trainer.callbacks.append(TensorBoardLog(settings["out"], trainer.step))   # claimed
     if comm is None:
@@ -170,26 +168,25 @@ def draw_figures(args, settings, trainer, **drawing):
         return []
 
 
-def write_results(settings, trainer, seconds, **results):
+def write_results(settings, trainer, result, **results):
     """results.json in the run folder: what the run reached, in how long, started how.
 
-    `seconds` is this command's wall time. `sessions` lists every session of the run (a
-    resumed run's earlier ones are saved in its checkpoints): its command, steps from-to and
-    seconds (wall time from the command's start: an earlier one's as the results.json it
-    wrote says, else up to its last checkpoint; this one's up to now: sessions.py);
-    wall_seconds sums them, seconds_per_step is this session's.
+    `sessions` lists every session of the run as its last checkpoint records them
+    (`result.sessions`, fit()'s): its command, steps from-to and seconds (from the
+    command's start to its last checkpoint: sessions.py); wall_seconds sums them,
+    earlier_sessions_seconds sums all but this one, seconds_per_step is this session's.
 
     The README's numbers are copied from these files (figures/*.json keeps one per
     README run, and tests/cli/test_readme_results.py ties the two together)."""
     import platform
     from ..system.files import write_json
     state = trainer.state                               # training/state.py
-    sessions = with_this_one(state.sessions_before, state.session_start, state.step,
-                             seconds, provenance()["command"])
+    sessions = result.sessions
     record = {**provenance(), "steps": state.step, "parameters": trainer.model.num_parameters(),
               "wall_seconds": round(sum(s["seconds"] for s in sessions), 1),
-              "earlier_sessions_seconds": round(state.seconds_before, 1),
-              "seconds_per_step": round(seconds / max(1, state.step - state.session_start), 4),
+              "earlier_sessions_seconds": round(sum(s["seconds"] for s in sessions[:-1]), 1),
+              "seconds_per_step": round(sessions[-1]["seconds"] / max(
+                  1, sessions[-1]["to"] - sessions[-1]["from"]), 4),
               "sessions": sessions,
               "best_step": state.best_step,               # the step best.npz holds
               "peak_memory_mib": peak_memory_mib(),
@@ -199,9 +196,9 @@ def write_results(settings, trainer, seconds, **results):
     return write_json(os.path.join(settings["out"], "results.json"), record)
 
 
-def steps_line(result, seconds):
+def steps_line(result):
     """'1000 steps in 40 s (0.040 s/step; 4000 steps in 2 sessions, 160 s in all)'."""
-    return session_line(result.sessions, result.step, seconds, provenance()["command"])
+    return session_line(result.sessions, result.step)
 
 
 def provenance():

@@ -9,7 +9,6 @@
 
 import argparse
 import shlex
-import time
 from functools import partial
 
 from ..checkpoint import load_run
@@ -101,7 +100,6 @@ def _settings(args):
 
 
 def run_train(args):
-    start = time.perf_counter()
     run.join_ranks()                            # under mpiexec: data-parallel, rank 0 prints
     s, ckpt = _settings(args)
     data_config = config_from(DataConfig, s)
@@ -133,8 +131,8 @@ def run_train(args):
         metadata=metadata("seq2seq", data_config, s))
     if status is not None:
         return status
-    results = report(result, data, time.perf_counter() - start, model, s)
-    run.write_results(s, trainer, time.perf_counter() - start, **results)
+    results = report(result, data, model, s)
+    run.write_results(s, trainer, result, **results)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)
     text = data.src_tok.decode(data.val[0][0]) if data.val else "hello"
@@ -166,10 +164,10 @@ def _saved_tokenizers(ckpt):
     return toks["src"], toks["tgt"]
 
 
-def report(result, data, seconds, model, s):
+def report(result, data, model, s):
     """Print the held-out and test scores; returns them for results.json."""
     m = result.metrics
-    print(f"\n{run.steps_line(result, seconds)}. Held-out ({len(data.val)} examples never "
+    print(f"\n{run.steps_line(result)}. Held-out ({len(data.val)} examples never "
           f"seen in training): exact match {100 * m['exact_match']:.1f}%, token accuracy "
           f"{100 * m['token_accuracy']:.1f}%" + (f", BLEU {m['bleu']:.2f}" if data.bleu else ""))
     show_examples(data, m["predictions"])

@@ -59,6 +59,7 @@ class Checkpointer:
         self.tokenizers, self.metadata = dict(tokenizers or {}), dict(metadata or {})
         self.resume_command = resume_command or (lambda path: f"trainer.resume({path!r})")
         self.last = None             # (path, step) of the last good last.npz
+        self.last_sessions = None    # the sessions it records (fit() returns them)
         self.folder = None           # the RunFolder, locked while a fit() runs
         self.claimed = False         # claimed before: a later fit() continues in it
         self.resumed_from = None     # the folder of the checkpoint the run resumed from
@@ -104,7 +105,7 @@ class Checkpointer:
             save_checkpoint(path, model, trainer.optimizer, **metadata)
         self.save_history(trainer.state.history)
         if name == "last.npz":
-            self.last = (path, trainer.state.step)
+            self.last, self.last_sessions = (path, trainer.state.step), metadata["sessions"]
             if trainer.config.keep_last:
                 self._keep_last(trainer, metadata, trainer.config.keep_last)
         return path

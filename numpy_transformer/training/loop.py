@@ -171,9 +171,11 @@ class Trainer:
             state.clock.stop()
             self.progress.close()
             self.checkpointer.release()
-        last = self.checkpointer.last
+        last, recorded = self.checkpointer.last, self.checkpointer.last_sessions
+        if not (recorded and recorded[-1]["to"] == state.step):   # one record of the time:
+            recorded = state.sessions()                  # the one last.npz keeps, if any
         return TrainResult(state.step, interrupted, self.last_eval, state.best, state.history,
-                           last[0] if last else None, self.stop_reason, state.sessions())
+                           last[0] if last else None, self.stop_reason, recorded)
 
     def _loop(self):
         """Steps until done (False) or asked to stop (True), leaving a consistent state."""

@@ -35,21 +35,27 @@ class RunState:
     history: History = field(default_factory=History)     # the training curves
     run_id: str = field(default_factory=lambda: secrets.token_hex(8))  # one per run, in its
     #                                checkpoints: `average` mixes no runs
-    seconds_before: float = 0.0    # time in fit() of the sessions this one resumed
-    sessions_before: list = field(default_factory=list)   # those sessions (saved_sessions)
+    sessions_before: list = field(default_factory=list)   # the sessions this one resumed
+    #                                (saved_sessions): each one's time, as its checkpoint says
     session_start: int = 0         # the step this session started at
     command: str = None            # this session's command as typed (None: not from the CLI)
     clock: "Stopwatch" = field(default_factory=lambda: Stopwatch())   # this session's time
 
     @property
+    def seconds_before(self):
+        """Seconds of the sessions this one resumed: the sum of their records."""
+        return round(sum(s["seconds"] for s in self.sessions_before), 3)
+
+    @property
     def training_seconds(self):
-        """Seconds spent in fit() to reach this step, summed over the run's sessions."""
-        return self.seconds_before + self.clock.seconds
+        """Seconds to reach this step, summed over the run's sessions (their records)."""
+        return round(sum(s["seconds"] for s in self.sessions()), 3)
 
     def sessions(self):
         """The run's sessions, this one last: [{"command": as typed (None: not from the
         command line), "from": step, "to": step, "seconds": the clock's (the time in fit(),
-        and from the command line the wall time since the command started)}]."""
+        and from the command line the wall time since the command started; fit() returns
+        the reading its last last.npz keeps, so that every record says one number)}]."""
         now = {"command": self.command, "from": self.session_start, "to": self.step,
                "seconds": round(self.clock.seconds, 3)}
         return self.sessions_before + [now]
@@ -70,10 +76,11 @@ class RunState:
 
     def saved(self, best_metric):
         """What a checkpoint's metadata keeps of the state (`resumed` reads it back)."""
+        sessions = self.sessions()             # one reading of the clock, for both records
         return {"step": self.step, "run_id": self.run_id,
                 "best": {"metric": best_metric, "value": self.best, "step": self.best_step},
-                "training_seconds": round(self.training_seconds, 3),
-                "sessions": self.sessions()}
+                "training_seconds": round(sum(s["seconds"] for s in sessions), 3),
+                "sessions": sessions}
 
     @classmethod
     def resumed(cls, meta, history, now):
@@ -85,7 +92,6 @@ class RunState:
                    best_step=best.get("step"),              # None: saved before issue 40
                    history=now.history if history is None else history,
                    run_id=meta.get("run_id") or now.run_id,    # one run, across its sessions
-                   seconds_before=float(meta.get("training_seconds", 0.0)),
                    sessions_before=saved_sessions(meta), session_start=step,
                    command=now.command, clock=now.clock)
 
