@@ -13,7 +13,8 @@ A `.json` file is read as JSON: either the same flat keys, or the config.json a 
 in its folder (its typed configurations, fields named with underscores), whose settings
 are the run's options; the fields that are no option (vocabulary sizes, digests, ...) are
 left out. JSON is read as it is, rather than converted to TOML first, because a run's own
-config.json is then enough to start the run again.
+config.json is then enough to start the run again. The name's suffix is read in any case
+(`c.JSON` is JSON), and a UTF-8 byte-order mark at the start (Windows editors) is skipped.
 
 The file's values are the options' values, checked as the command line checks them (the
 same types, ranges and choices). An option given on the command line wins over the file,
@@ -32,6 +33,7 @@ NOT_IN_FILES = ("help", "config", "resume", "overwrite", "debug", "quick", "thre
                 "no_progress")
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 RUN_SECTIONS = ("model", "train", "data_config", "run_config")
+MAX_DEPTH = 32           # levels of nested tables, arrays, objects: a run's config.json has 2
 
 
 def toml_reader():
@@ -49,28 +51,43 @@ def toml_reader():
 
 
 def read_config(path):
-    """The file's {key: value} as written (TOML, or JSON for a .json name), one level of
-    tables merged; ValueError naming the file when it cannot be read (a FIFO or a device
-    is refused before reading: files.open_regular), or holds a key twice."""
+    """The file's {key: value} as written (TOML, or JSON for a .json name in any case), one
+    level of tables merged; ValueError naming the file when it cannot be read (a FIFO or a
+    device is refused before reading: files.open_regular), holds a key twice, or nests more
+    than MAX_DEPTH levels (the parsers recurse: 100,000 nested arrays are no RecursionError)."""
+    too_deep = f"{path}: the file is nested too deeply (more than {MAX_DEPTH} levels)"
     try:
         with open_regular(path, str(path)) as f:
-            if str(path).endswith(".json"):
-                data = json.loads(f.read().decode("utf-8"), object_pairs_hook=no_duplicates)
-            else:
-                data = toml_reader().load(f)
+            text = f.read().decode("utf-8-sig")         # -sig: a byte-order mark skipped
+        if str(path).lower().endswith(".json"):
+            data = json.loads(text, object_pairs_hook=no_duplicates)
+        else:
+            data = toml_reader().loads(text)
     except InputError as err:                  # a FIFO, a device, a folder: never read
         raise ValueError(str(err)) from None
     except FileNotFoundError:
         raise ValueError(f"{path}: cannot read it (no such file)") from None
     except OSError as err:
         raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
-    except ValueError as err:                  # JSON or TOML syntax (both ValueErrors)
+    except RecursionError:
+        raise ValueError(too_deep) from None
+    except ValueError as err:                  # JSON or TOML syntax, not UTF-8 (ValueErrors)
         raise ValueError(f"{path}: {err}") from None
+    if depth(data) > MAX_DEPTH:
+        raise ValueError(too_deep)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a table of settings, got {type(data).__name__}")
     if "model_class" in data and "train" in data:
         return data                            # a run's config.json: see run_settings
     return flattened(data, path)
+
+
+def depth(value, limit=MAX_DEPTH):
+    """How many levels of dicts and lists `value` nests (counted up to limit + 1 only)."""
+    if not isinstance(value, (dict, list)) or limit < 0:
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((depth(item, limit - 1) for item in items), default=0)
 
 
 def no_duplicates(pairs):

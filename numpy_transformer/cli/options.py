@@ -19,6 +19,7 @@ encoder-decoder; the older short names `--heads`, `--layers`, `--clip` and
 
 import argparse
 import difflib
+import os
 import re
 
 from .config_file import ConfigFile
@@ -216,6 +217,22 @@ def option_names(text, parser, head=True):
     name, sep, rest = text.partition(":")
     if head and sep and name in options:
         return f"{options[name]}:{rest}"
+    return text
+
+
+def path_option(text, err, args, parser):
+    """'/proc/foo: No such file ...' -> '--out: /proc/foo: No such file ...' when the OS
+    error's file is the value of one of the command's options, or a folder above it
+    (typed, or from a --config file, which with_files then names): the error says which
+    option to change."""
+    filename = getattr(err, "filename", None)
+    if not isinstance(filename, str) or not filename or args is None:
+        return text
+    options, where = option_strings(parser), os.path.abspath(filename)
+    for dest, value in vars(args).items():
+        if dest in options and isinstance(value, str) and value and \
+                (os.path.abspath(value) + os.sep).startswith(where.rstrip(os.sep) + os.sep):
+            return f"{options[dest]}: {text}"
     return text
 
 

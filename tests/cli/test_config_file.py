@@ -236,3 +236,34 @@ def test_every_config_file_trains_for_a_few_typed_steps(tmp_path, path):
     out = ok(nt(verb, "--config", path, *SMALL, *tiny_data(tmp_path, verb, text),
                 cwd=tmp_path))
     assert "training" in out and (tmp_path / "run" / "last.npz").exists()
+
+
+@pytest.mark.parametrize("name, text", [
+    ("deep.toml", "steps = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+    ("deep.json", '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ("some.json", '{"steps": ' + "[" * 40 + "]" * 40 + "}"),
+], ids=["toml", "json", "json-40"])
+def test_a_deeply_nested_file_is_refused_naming_the_limit(tmp_path, name, text):
+    write(tmp_path, text, name)
+    first = error(nt("train", "--config", name, cwd=tmp_path), 2, "--config", name,
+                  "nested too deeply")
+    names(first, "32")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("bom.toml", "\ufeffsteps = 5\n"), ("bom.json", '\ufeff{"steps": 5}'),
+    ("c.JSON", '{"steps": 5}'), ("c.Toml", "steps = 5\n"),
+])
+def test_a_byte_order_mark_and_a_suffix_in_capitals_are_read(tmp_path, name, text):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    args = parse(f"python -m numpy_transformer train --config {tmp_path / name}")
+    assert args.steps == 5
+
+
+def test_an_os_error_about_a_path_from_a_file_names_the_option_and_the_file(tmp_path):
+    write(tmp_path, 'out = "/proc/nt-no-such/run"\ntask = "copy"\n', "c.toml")
+    first = error(nt("train", "--config", "c.toml", "--quick", "--no-figures", cwd=tmp_path), 2)
+    assert "--out (from c.toml): /proc/nt-no-such" in first, first
+    first = error(nt("train", "--task", "copy", "--quick", "--no-figures",
+                     "--out", "/proc/nt-no-such/run", cwd=tmp_path), 2)
+    assert "--out: /proc/nt-no-such" in first, first
