@@ -19,6 +19,7 @@ from ..models import TransformerConfig, build_transformer
 from ..training import PairStream
 from . import run
 from .configs import config_from, metadata
+from .data_files import as_typed
 from .options import (add_common, add_model_options, add_training_options, describe,
                       examples_int, MAX_EXAMPLES, positive_int, raw_formatter)
 
@@ -105,6 +106,8 @@ def run_train(args):
     data_config = config_from(DataConfig, s)
     data = seq2seq_data(data_config, _saved_tokenizers(ckpt),
                         share_embeddings=bool(s["share_embeddings"]))
+    for note in data.notes:                     # blank sides, a TSV's extra columns
+        print(f"note: {as_typed(note)}")
     for split, (dropped, total) in data.dropped.items():
         print(f"note: dropped {dropped} of {total} {split} pairs longer than --max-len "
               f"{s['max_len']} tokens")

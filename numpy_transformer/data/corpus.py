@@ -44,6 +44,7 @@ class Seq2SeqData:
     dropped: dict = field(default_factory=dict)   # split -> pairs longer than max_len
     val_refs: list = None    # the validation / test reference lines as written (corpora),
     test_refs: list = None   # aligned with val / test: BLEU is quoted against these
+    notes: list = field(default_factory=list)     # what reading the corpus left out
 
 
 def fits(pair, max_len):
@@ -60,13 +61,14 @@ def _fitting(pairs, texts, max_len, split, dropped):
     return [pairs[i] for i in keep], [texts[i][1] for i in keep]
 
 
-def read_pairs(src, tgt, tsv, what, names=("src", "tgt", "tsv")):
+def read_pairs(src, tgt, tsv, what, names=("src", "tgt", "tsv"), notes=None):
     """[(source line, target line)] from two parallel files or a TSV file (None if none);
-    `names`: the parameters the three paths are given as (named in errors)."""
+    `names`: the parameters the three paths are given as (named in errors); `notes`: a
+    list to which what was left out is added (loaders.py)."""
     if tsv:
-        pairs = load_tsv(tsv, name=names[2])
+        pairs = load_tsv(tsv, name=names[2], notes=notes)
     elif src and tgt:
-        pairs = load_parallel(src, tgt, names=names[:2])
+        pairs = load_parallel(src, tgt, names=names[:2], notes=notes)
     elif src or tgt:
         missing, given = (names[1], names[0]) if src else (names[0], names[1])
         raise InputError(message(missing, f"a file beside `{given}` ({what}: a parallel "
@@ -120,15 +122,18 @@ def check_shared(share_embeddings, src_tok, tgt_tok):
                                  f"({src_tok.vocab_size} and {tgt_tok.vocab_size} tokens)"))
 
 
-def split_pairs(c):
+def split_pairs(c, notes=None):
     """(training, validation, test) sentence pairs of the corpus c as read, untokenised:
     validation is `val_src`/`val_tgt`, else the last min(len // 10, eval_examples) pairs
-    of the training corpus (taken out of training); test is None without test files."""
+    of the training corpus (taken out of training); test is None without test files.
+    `notes`: as in read_pairs."""
     if c.tsv and (c.src or c.tgt):
         raise InputError(message("tsv", "either `tsv` or `src`/`tgt`", "both"))
-    train = read_pairs(c.src, c.tgt, c.tsv, "training data")
-    val = read_pairs(c.val_src, c.val_tgt, None, "validation data", ("val_src", "val_tgt", None))
-    test = read_pairs(c.test_src, c.test_tgt, None, "test data", ("test_src", "test_tgt", None))
+    train = read_pairs(c.src, c.tgt, c.tsv, "training data", notes=notes)
+    val = read_pairs(c.val_src, c.val_tgt, None, "validation data", ("val_src", "val_tgt", None),
+                     notes)
+    test = read_pairs(c.test_src, c.test_tgt, None, "test data", ("test_src", "test_tgt", None),
+                      notes)
     if val is None:                  # hold out the end of the training corpus
         n_val = min(len(train) // 10, c.eval_examples)
         if n_val == 0:
@@ -141,7 +146,8 @@ def split_pairs(c):
 def corpus_data(c, tokenizers=None, share_embeddings=False):
     """A parallel corpus: tokenizers fitted on the training side (or `tokenizers`, (src, tgt),
     those of a resumed run), held-out splits."""
-    train, val, test = split_pairs(c)
+    notes = []
+    train, val, test = split_pairs(c, notes)
     src_tok, tgt_tok = tokenizers or make_tokenizers(c, train)
     check_shared(share_embeddings, src_tok, tgt_tok)
     dropped, splits, refs = {}, {}, {}
@@ -155,7 +161,7 @@ def corpus_data(c, tokenizers=None, share_embeddings=False):
                                      f"{c.max_len} (every {split} pair is longer)"))
     return Seq2SeqData("translation", None, splits["training"], src_tok, tgt_tok,
                        splits["validation"], splits["test"] or None, None, True, dropped,
-                       refs["validation"], refs["test"] or None)
+                       refs["validation"], refs["test"] or None, notes)
 
 
 def seq2seq_data(c, tokenizers=None, *, share_embeddings=False):

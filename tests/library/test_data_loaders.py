@@ -99,3 +99,33 @@ def test_undecodable_bytes(tmp_path):
         load_text(path)
     with raises_naming(ValueError, "latin1.txt", "UTF-8"):
         load_parallel(write(tmp_path / "ok.en", "a\nb\n"), path)
+
+
+def test_pairs_dropped_for_a_blank_side_are_counted_in_notes(tmp_path):
+    de = write(tmp_path / "blank.de", "".join("\n" if i % 3 == 0 else f"satz {i}\n"
+                                              for i in range(300)))
+    en = write(tmp_path / "blank.en", "".join(f"sentence {i}\n" for i in range(300)))
+    notes = []
+    assert len(load_parallel(de, en, notes=notes)) == 200
+    assert notes == [f"dropped 100 of 300 pairs of {de} and {en} with an empty side "
+                     f"(lines 1, 4, 7, ...)"]
+    assert len(load_parallel(de, en)) == 200            # no list given: nothing said
+
+
+def test_a_tsv_with_more_columns_says_which_are_read(tmp_path):
+    path = write(tmp_path / "three.tsv", "go\tva\tCC-BY\nhi\tsalut\tCC-BY\n")
+    notes = []
+    assert load_tsv(path, notes=notes) == [("go", "va"), ("hi", "salut")]
+    assert notes == [f"{path} has 3 columns on line 1; only the first two are used "
+                     f"(source, target)"]
+    notes = []
+    load_tsv(write(tmp_path / "two.tsv", "go\tva\n\n \tnichts\n"), notes=notes)
+    assert notes == [f"dropped 1 of 2 pairs of {tmp_path / 'two.tsv'} with an empty side (line 3)"]
+
+
+def test_old_mac_line_endings_are_named(tmp_path):
+    path = write(tmp_path / "cr.de", "".join(f"satz {i}\r" for i in range(50)))
+    with raises_naming(ValueError, str(path), "\\r line endings"):
+        read_lines(path)
+    assert read_lines(write(tmp_path / "one.de", "satz\r")) == ["satz"]
+    assert read_lines(write(tmp_path / "ff.de", "a\rb\nc\n")) == ["a\rb", "c"]
