@@ -170,7 +170,8 @@ def test_checks_revealed_after_a_date(solution_copy, tmp_path):
     shown = {t["name"]: t["visibility"] for t in before["tests"]}
     assert shown == {"softmax/softmax_gradients": "after_due_date",
                      "softmax/softmax_other_axis": "hidden",
-                     "softmax/softmax_fully_masked_row": "after_due_date"}
+                     "softmax/softmax_fully_masked_row": "after_due_date",
+                     "softmax/derivation (graded by hand)": "after_due_date"}
     assert "hidden until 2999-01-01 00:00" in before["output"]
     after = gradescope_results(report, read_visibility(None, "2000-01-01T08:00+02:00"))
     assert {t["visibility"] for t in after["tests"]} == {"visible"}
