@@ -133,11 +133,14 @@ class Module:
         return "\n".join(lines)
 
 
+STATE = ("training", "saved")   # the contract's own slots: a module's state, not its settings
+
+
 def tree_lines(module, label="", times=1):
     """The lines of `module`'s tree, its own first (see Module.__repr__); `times` identical
     copies of it stand behind it."""
     settings = ", ".join(f"{key}={value!r}" for key, value in vars(module).items()
-                         if key != "training" and isinstance(value, (bool, int, float, str)))
+                         if key not in STATE and isinstance(value, (bool, int, float, str)))
     count = module.num_parameters()
     lines = [label + type(module).__name__ + (f"({settings})" if settings else "")
              + (f"  # {f'{times} x ' if times > 1 else ''}{count:,}" if count else "")]

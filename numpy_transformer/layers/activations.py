@@ -11,23 +11,23 @@ class ReLU(Module):
 
     Backward: dx = dy where x > 0, else 0 (we take the derivative at 0 to be 0).
     Saved: the boolean mask x > 0.
-    inplace=True: forward overwrites x with y and backward overwrites dy with dx,
+    overwrite=True: forward overwrites x with y and backward overwrites dy with dx,
     saving two arrays of x's size; only for a caller that owns both and needs
     neither afterwards (FeedForward: its hidden layer).
     """
 
-    def __init__(self, inplace=False):
+    def __init__(self, *, overwrite=False):
         super().__init__()
-        self.inplace = inplace
+        self.overwrite = overwrite
         self.saved = None
 
     def forward(self, x):
         self.saved = x > 0
-        return xp.multiply(x, self.saved, out=x if self.inplace else None)
+        return xp.multiply(x, self.saved, out=x if self.overwrite else None)
 
     def backward(self, dy):
         positive = self.saved_for_backward()
-        return xp.multiply(dy, positive, out=dy if self.inplace else None)
+        return xp.multiply(dy, positive, out=dy if self.overwrite else None)
 
 
 class GELU(Module):

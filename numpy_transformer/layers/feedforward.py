@@ -37,7 +37,7 @@ class FeedForward(Module):
         self.linear_1 = Linear(d_model, d_ff, rng=rng)
         # ReLU may work in place: nothing else keeps linear_1's output (linear_1 keeps
         # its input), and the hidden gradients are fresh arrays of linear_2's backward.
-        self.activation = ReLU(inplace=True) if activation == "relu" else GELU()
+        self.activation = ReLU(overwrite=True) if activation == "relu" else GELU()
         self.dropout = Dropout(dropout, rng=rng, name="dropout")      # checks the rate
         self.linear_2 = Linear(d_ff, d_model, rng=rng)
 

@@ -145,6 +145,31 @@ def test_print_shows_the_tree_with_settings_and_parameter_counts(rng):
     assert repr(Module()) == "Module"
 
 
+def test_print_shows_settings_never_state(rng):
+    """What a forward leaves (dropout off, the kept mask) is not a setting: print(model) reads
+    the same after one, and names nothing PyTorch spells with another meaning."""
+    from numpy_transformer import layers
+    from numpy_transformer.models import GPT, GPTConfig
+    x = rng.normal(size=(2, 3, 8)).astype(np.float32)
+    ids = np.zeros((2, 3), dtype=np.int64)
+    for module, inputs in [
+            (layers.Dropout(0.0), x), (layers.Dropout(0.1), x), (layers.ReLU(), x),
+            (layers.FeedForward(8, 12, dropout=0.1), x),
+            (layers.PositionalEncoding(8, 16, dropout=0.1), x),
+            (GPT(GPTConfig(vocab_size=5, d_model=8, num_heads=2, d_ff=12, num_layers=1,
+                           max_len=8, dropout=0.1)), ids)]:
+        before = repr(module)
+        for mode in (module.eval, module.train):
+            mode()
+            module.forward(inputs.copy())
+            assert repr(module) == before, (before, repr(module))
+        assert "inplace" not in before and "saved" not in before, before
+    drop = layers.Dropout(0.0)
+    drop.forward(x)
+    assert repr(drop) == "Dropout(p=0.0)"
+    assert repr(layers.FeedForward(8, 12)).splitlines()[2] == "  (activation): ReLU(overwrite=True)"
+
+
 def every_layer(rng):
     """(module, a gradient its backward could take): every layer and block, fresh."""
     from numpy_transformer import layers
