@@ -9,7 +9,7 @@ import pytest
 from doors import error, nt, ok
 
 QUICK = ("--quick", "--steps", "6", "--warmup", "1", "--no-progress")
-WAIT = 30                     # seconds: a command that hangs fails the test instead
+WAIT = 300                    # seconds: a command that hangs fails the test instead
 
 
 @pytest.fixture

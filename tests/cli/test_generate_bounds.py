@@ -6,7 +6,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -25,12 +24,12 @@ def lm(tmp_path_factory):
 
 
 def test_sample_counts_and_lengths_that_cannot_fit_are_refused_at_the_start(lm):
-    start = time.perf_counter()
+    # refused before any sampling: a command that started sampling would not end (nt's
+    # timeout catches that hang), and no time is measured
     error(nt("generate", "--checkpoint", lm, "--num-samples", "100000000"),
           2, "--num-samples", "100,000,000", "at most", "estimate", "available")
     error(nt("generate", "--checkpoint", lm, "--num-samples", "2", "--max-new-tokens",
              "1000000000000"), 2, "--max-new-tokens", "1,000,000,000,000", "at most", "estimate")
-    assert time.perf_counter() - start < 60
 
 
 def _address_space(limit):
@@ -56,7 +55,7 @@ def test_one_sample_streams_and_a_closed_pipe_ends_it_quietly(lm):
     try:
         head = proc.stdout.read(50)                     # `| head -c 50`
         proc.stdout.close()
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=300)
     finally:
         proc.kill()
     assert head.startswith(b"to") and len(head) == 50
@@ -79,7 +78,7 @@ def test_the_limit_is_in_the_available_memory():
     code = ("from numpy_transformer.system.sizes import available_memory as a; "
             "print(a() < 2**31)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, preexec_fn=_address_space(2 * 2**30))
+                          timeout=300, preexec_fn=_address_space(2 * 2**30))
     assert done.stdout.strip() == "True", done.stderr
 
 

@@ -20,7 +20,7 @@ from test_assignment_grader import fresh
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 
 
-def python(code, timeout=60):
+def python(code, timeout=300):
     """Run `code` in a fresh interpreter; a hang fails the test (TimeoutExpired)."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
@@ -39,7 +39,7 @@ def test_a_fifo_as_assignment_json_is_a_clear_error(tmp_path):
     (copy / "numpy_transformer").mkdir(parents=True)
     (copy / "numpy_transformer" / "__init__.py").write_text("")
     fifo_at(copy / "assignment.json")
-    done = nt("assignment", "grade", copy, cwd=tmp_path, timeout=60)
+    done = nt("assignment", "grade", copy, cwd=tmp_path, timeout=300)
     assert done.returncode not in (0, 1), done.stdout + done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert "a FIFO" in done.stderr and "assignment.json" in done.stderr, done.stderr
@@ -49,7 +49,7 @@ def test_a_fifo_as_a_student_module_costs_its_part_not_a_hang(solution_copy, tmp
     copy = fresh(solution_copy, tmp_path)
     fifo_at(copy / "numpy_transformer" / "layers" / "activations.py")
     done = nt("assignment", "grade", copy, "--parts", "gelu", "--timeout", "200",
-              "--json", tmp_path / "grade.json", cwd=tmp_path, timeout=150)
+              "--json", tmp_path / "grade.json", cwd=tmp_path, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     [part] = json.loads((tmp_path / "grade.json").read_text())["parts"]
     assert part["points"] == 0

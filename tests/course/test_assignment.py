@@ -144,10 +144,13 @@ def test_crash_and_time_out_cost_only_their_part(solution_copy, tmp_path):
          "        while True:\n            pass\n")]:
         file = copy / "numpy_transformer" / path
         file.write_text(file.read_text().replace(old, new, 1))
-    report = grade(copy, parts=["linear", "layernorm", "softmax"], timeout=2).by_part()
+    # Two runs, so that no healthy part races a short limit: the endless loop is given 2 s
+    # (it times out however busy the machine is), the others far more than they need.
+    report = grade(copy, parts=["linear", "softmax"], timeout=600).by_part()
     assert report["linear"].points == 0 and "exited with status 3" in report["linear"].message
-    assert report["layernorm"].points == 0 and "timed out" in report["layernorm"].message
     assert report["softmax"].points == 10
+    [layernorm] = grade(copy, parts=["layernorm"], timeout=2).parts
+    assert layernorm.points == 0 and "timed out" in layernorm.message
 
 
 # The mistake catalogue: each mistake must be caught, in its own part (where each applies,

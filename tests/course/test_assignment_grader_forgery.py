@@ -68,7 +68,7 @@ def test_a_stub_that_looks_for_the_reference_finds_nothing(student_copy, tmp_pat
     # package, so the forgery is real...
     probe = subprocess.run([sys.executable, "-c", "from numpy_transformer.layers.linear import "
                             "_find_reference; print(_find_reference() is not None)"],
-                           cwd=copy, capture_output=True, text=True, timeout=60)
+                           cwd=copy, capture_output=True, text=True, timeout=300)
     assert probe.stdout.strip() == "True", probe.stderr
     # ...but inside the worker nothing of the reference can be found or imported.
     [result] = grade(copy, parts=["linear"]).parts
@@ -176,6 +176,6 @@ def test_only_the_students_package_is_importable_in_a_worker(student_copy, tmp_p
              f"sys.path.remove({str(student_copy)!r}); del sys.modules['numpy_transformer']; "
              "import numpy_transformer; print(numpy_transformer.__file__)")
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+                          timeout=300, cwd=tmp_path)
     mine = str(student_copy / "numpy_transformer" / "__init__.py")
     assert done.stdout.split() == [mine, mine], done.stderr

@@ -30,7 +30,8 @@ from numpy_transformer.course.classroom.grade import grade
 from numpy_transformer.course.copies.make import PACKAGE
 from numpy_transformer.course.sandbox.namespaces import DISK_MB
 from test_assignment_grader import fresh, replace_regions
-from test_grader_survives import BOX, class_of, grade_class, prepend, processes_holding, rows
+from test_grader_survives import (BOX, class_of, grade_class, prepend, processes_holding, rows,
+                                 still_running)
 
 needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
 BOX_HARNESS = PACKAGE / "course" / "sandbox"      # holds private_root.py, as the copy does
@@ -90,7 +91,7 @@ def test_the_teachers_package_cannot_be_found(student_copy, tmp_path, channel):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         probe = subprocess.run([sys.executable, "-c", "from numpy_transformer.layers.linear "
                                 f"import _hunt; print(_hunt({channel!r}))"],
-                               cwd=copy, capture_output=True, text=True, timeout=60, env=env)
+                               cwd=copy, capture_output=True, text=True, timeout=300, env=env)
         assert probe.stdout.strip().endswith("linear.py"), probe.stdout + probe.stderr
     [result] = grade(copy, parts=["linear"]).parts
     assert result.points == 0 and f"nothing found through {channel}" in result.message, result
@@ -160,8 +161,8 @@ def test_a_submission_that_knows_the_paths_reaches_nothing(solution_copy, tmp_pa
 
 
 def daemon_rewriting(paths, token):
-    """GELU.backward code that leaves a daemon rewriting `paths` for 20 s."""
-    script = ("import time\nfor _ in range(80):\n    time.sleep(0.25)\n"
+    """GELU.backward code that leaves a daemon rewriting `paths` until it is killed."""
+    script = ("import time\nwhile True:\n    time.sleep(0.25)\n"
               f"    for p in {paths!r}:\n        try:\n"
               "            open(p, 'w').write('FORGED')\n        except OSError:\n"
               "            pass\n")
@@ -183,8 +184,7 @@ def test_a_daemon_cannot_rewrite_the_grade_after_grading(solution_copy, tmp_path
                   cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         nt("assignment", "grade", copy, "--parts", "gelu", "--gradescope", outputs[1], cwd=tmp_path)
-        time.sleep(1.5)
-        assert processes_holding(token) == [], "a daemon outlived its part"
+        assert still_running(token) == [], "a daemon outlived its part"
         assert json.loads(open(outputs[0]).read())["points"] == 10
         assert json.loads(open(outputs[1]).read())["score"] == 10
     finally:
@@ -241,7 +241,7 @@ def test_inside_the_private_root(tmp_path):
         "harness": (BOX_HARNESS, False), "part": (tmp_path / "part", False),
         "part/status.json": (tmp_path / "part" / "status.json", True),
         "student": (tmp_path / "student", "copy")}, ["-I", "-c", code])
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     seen = json.loads(done.stdout)
     assert seen["nt"] == ["harness", "part", "site", "student"], seen
     assert set(seen["root"]) <= {"usr", "bin", "lib", "lib64", "lib32", "sbin", "etc", "dev",

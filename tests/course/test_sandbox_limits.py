@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy
@@ -52,7 +51,7 @@ def run_outside(code):
 
 CONNECT = '''import socket
 try:
-    with socket.create_connection(("127.0.0.1", {port}), timeout=5) as conn:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=60) as conn:
         said = conn.recv(16).decode()
 except OSError as err:
     raise RuntimeError("NET refused: " + type(err).__name__ + ": " + str(err))
@@ -93,12 +92,14 @@ def test_a_part_cannot_reach_the_grading_hosts_loopback(solution_copy, tmp_path,
     assert "no network (a network namespace of its own)" in report.warning
 
 
-FORKS = '''import os, time
+FORKS = '''import os
+alive_r, alive_w = os.pipe()
 started = 0
 try:
     for _ in range(300):
         if os.fork() == 0:
-            time.sleep(5)
+            os.close(alive_w)
+            os.read(alive_r, 1)         # lives until the parent has ended (no clock)
             os._exit(0)
         started += 1
 except OSError as err:
@@ -149,20 +150,34 @@ def test_writing_600_mib_fails_everywhere_a_part_can_write(solution_copy, tmp_pa
     assert f"{DISK_MB} MiB of disk" in report.warning
 
 
-CHILDREN = '''import os, time
+CHILDREN = '''import os, select
 import numpy as np
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
 children = []
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
         held = np.ones(150_000_000)                     # 1.2 GB, every page touched
-        time.sleep(5)                                   # held while the others allocate
+        os.write(ready_w, b"1")
+        os.read(go_r, 1)                                # held until all three are heard of
         os._exit(0)
     children.append(pid)
-# A child that lived to exit 0 held its 1.2 GB through the others' allocations: three such
-# children held 3.6 GB at once. (Counting children that merely finished allocating would
-# count one killed later, when a loaded machine lets the allocations run one after another.)
-holding = sum(1 for pid in children if os.waitpid(pid, 0)[1] == 0)
+os.close(ready_w)
+os.close(go_r)
+ready, status = 0, {}
+while ready + len(status) < 3:          # each child has allocated, or died (no clock: a
+    if select.select([ready_r], [], [], 0.1)[0]:        # loaded machine only takes longer)
+        ready += len(os.read(ready_r, 3))
+    for pid in children:
+        if pid not in status and os.waitpid(pid, os.WNOHANG)[0]:
+            status[pid] = "died"
+os.close(go_w)                                          # all go
+# A child that exits 0 held its 1.2 GB until all three had allocated or died: three such
+# children held 3.6 GB at once.
+holding = sum(1 for pid in children if pid not in status and os.waitpid(pid, 0)[1] == 0)
 raise RuntimeError(f"MEMORY {holding} of 3 children held 1.2 GB at once")'''
 
 
@@ -186,10 +201,8 @@ def test_the_whole_submission_has_a_time_limit(solution_copy, tmp_path):
     """Protection: grade's total_timeout: the part running when it is spent is stopped, the
     parts after it are not run; each scores 0 saying so."""
     copy = fresh(solution_copy, tmp_path)
-    prepend(copy, "Linear.backward", "import time\ntime.sleep(30)")
-    start = time.monotonic()
+    prepend(copy, "Linear.backward", "import time\ntime.sleep(3600)")  # only the limit ends it
     report = grade(copy, parts=["linear", "gelu", "softmax"], total_timeout=4)
-    assert time.monotonic() - start < 25, "the total limit did not stop the part"
     linear, gelu, softmax = report.parts
     assert linear.points == 0 and "the submission's total time limit (4 s) was reached" in \
         linear.message, linear
@@ -240,7 +253,7 @@ def test_a_venvs_base_site_packages_cannot_be_imported(solution_copy, tmp_path):
         f"{Path(numpy.__file__).resolve().parents[1]}\n{PACKAGE.parent}\n")
     python = str(venv / "bin" / "python")
     code = IMPORT_BESIDE.format(site=site)
-    here = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    here = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     assert "BASE imported pytest" in here.stderr, here.stderr              # outside: found
     copy = fresh(solution_copy, tmp_path)
     prepend(copy, "GELU.backward", code)
@@ -254,7 +267,7 @@ def test_a_venvs_base_site_packages_cannot_be_imported(solution_copy, tmp_path):
 
 PID_LEVEL_VIEW = '''import json, resource, socket
 try:
-    socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+    socket.create_connection(("127.0.0.1", {port}), timeout=60).close()
     network = "connected"
 except OSError as err:
     network = type(err).__name__
@@ -270,7 +283,7 @@ def test_without_a_private_root_the_network_and_process_limits_still_hold(loopba
     argv = box.command(sys.executable, None, {"harness": (PACKAGE / "course" / "sandbox",
                                                           False)},
                        ["-I", "-c", PID_LEVEL_VIEW.format(port=loopback_server)])
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     seen = json.loads(done.stdout)
     assert seen["network"] != "connected" and seen["nproc"] == [PROCESSES, PROCESSES], seen
 

@@ -90,7 +90,7 @@ def run_check(tmp_path, bin_dir, *args, python=None):
     if python:
         env["PYTHON"] = python
     return subprocess.run(["bash", SCRIPT, *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
