@@ -199,17 +199,28 @@ def block_slips(block, dout, decoder, reference):
     return found
 
 
-def memory_terms(blocks):
-    """The terms of the memory gradient (sum terms, "<label>"): each block's cross-attention
-    key and value gradients, as the stand-ins returned them in the backward under test."""
-    parts = [getattr(block.cross_attn, "returned", (None,))[1:] for block in blocks]
-    if not all(parts):          # the package's own attention keeps no record of its returns
-        return {}
-    terms = {"the key part of the memory gradient": sum(dk for dk, _ in parts),
-             "the value part of the memory gradient": sum(dv for _, dv in parts)}
+def memory_terms(model, dout, block_only):
+    """The terms of the memory gradient (sum terms, "<label>"): its key part and its value
+    part (each block's cross-attention gradient of the memory as its key, as its value),
+    and in a stack each block's share, from re-runs of the backward (any children)."""
+    blocks = [model] if block_only else list(model.layers)
+
+    def run(parts, memory):
+        d = dout if block_only or model.norm is None else model.norm.backward(dout)
+        for block in reversed(blocks):
+            d, dm = block_backward(block, d, True, memory_parts=parts)
+            memory.insert(0, dm)
+        return d
+    shares = {}
+    for parts in ("k", "v", "kv"):
+        memory = []
+        rerun(model, {}, lambda: run(parts, memory))
+        shares[parts] = memory
+    terms = {"the key part of the memory gradient": sum(shares["k"]),
+             "the value part of the memory gradient": sum(shares["v"])}
     if len(blocks) > 1:
-        terms.update({f"the memory gradient of block {i + 1}": dk + dv
-                      for i, (dk, dv) in enumerate(parts)})
+        terms.update({f"the memory gradient of block {i + 1}": dm
+                      for i, dm in enumerate(shares["kv"])})
     return terms
 
 
@@ -217,7 +228,7 @@ def stack(model, dout, decoder, block_only, reference):
     """Encoder / decoder slips: the memory gradient's terms (decoder), a block's
     self-attention passing back the query's part only, a block's feed-forward skipped
     (encoder), the final norm skipped, the blocks in the forward order."""
-    terms = memory_terms([model] if block_only else model.layers) if decoder else {}
+    terms = memory_terms(model, dout, block_only) if decoder else {}
     if block_only:
         return {**terms, **block_slips(model, dout, decoder, reference)}
 
