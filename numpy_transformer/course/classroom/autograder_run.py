@@ -9,7 +9,8 @@ files at the top, or in one folder), a whole student copy, or either inside a
 zip's extra folder: the shallowest folder named numpy_transformer with an
 __init__.py is the student's package (or the top itself when it holds the
 package's files). That package is copied, without symbolic links, beside the
-teacher's manifest (the student's own assignment.json is ignored), and graded
+teacher's manifest (the student's own assignment.json is ignored; a FIFO, a device or
+a file over MAX_FILE_MB is refused, named relative to the submission), and graded
 with the teacher's parts and time limit, on inputs drawn from the zip's seed or,
 where it has none, from a new random secret for this submission. Whatever goes wrong (no package, two
 packages, a grader error) still ends in a valid results.json: score 0 and the
@@ -24,6 +25,7 @@ assembled copy, and a part without one is "not answered".
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -38,6 +40,7 @@ from ..sandbox.runner import TOTAL_TIMEOUT
 PACKAGE_NAME = "numpy_transformer"
 SKIPPED = ("__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints")
 MAX_DEPTH = 4
+MAX_FILE_MB = 64             # the largest file of a submission (a package's files are small)
 
 
 def _looks_like_package(folder, reference):
@@ -70,9 +73,35 @@ def find_package(submission, reference):
                      f"{PACKAGE_NAME}/ folder (with its __init__.py) or your whole student copy")
 
 
-def _no_links(folder, names):
-    return [n for n in names if n in SKIPPED or n.endswith(".pyc")
-            or os.path.islink(os.path.join(folder, n))]
+def copy_package(package, into, submission):
+    """Copy the folder `package` to `into`: its folders and regular files, no links, no
+    caches; InputError naming the entry relative to `submission` (never a path of this
+    machine) for a FIFO, a device, a socket or a file over MAX_FILE_MB."""
+    into.mkdir()
+    for entry in sorted(Path(package).iterdir()):
+        if entry.name in SKIPPED or entry.name.endswith(".pyc") or entry.is_symlink():
+            continue
+        name = entry.relative_to(submission).as_posix()
+        mode = entry.lstat()
+        if stat.S_ISDIR(mode.st_mode):
+            copy_package(entry, into / entry.name, submission)
+        elif not stat.S_ISREG(mode.st_mode):
+            raise InputError(f"the submission's {name} is {kind_of(mode.st_mode)}, not a "
+                             f"file; submit regular files only")
+        elif mode.st_size > MAX_FILE_MB * 2**20:
+            raise InputError(f"the submission's {name} holds {mode.st_size / 2**20:.0f} MiB; "
+                             f"a file may hold at most {MAX_FILE_MB} MiB")
+        else:
+            shutil.copyfile(entry, into / entry.name)
+
+
+def kind_of(mode):
+    """'a FIFO', 'a device', ... : what a file that is not regular is."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
 
 
 def find_derivations(submission, package):
@@ -92,15 +121,19 @@ def find_derivations(submission, package):
     return None
 
 
-def assemble(package, manifest, into, derivations=None):
-    """A student copy in `into`: the student's package, the teacher's manifest, and the
-    plain .md files of the student's `derivations` folder (where there is one)."""
+def assemble(package, manifest, into, derivations=None, submission=None):
+    """A student copy in `into`: the student's package (copy_package: errors name its files
+    relative to `submission`, by default the folder above the package), the teacher's
+    manifest, and the plain .md files of the student's `derivations` folder (where there is
+    one; at most MAX_FILE_MB each)."""
     into = Path(into)
-    shutil.copytree(package, into / PACKAGE_NAME, ignore=_no_links)
+    into.mkdir(parents=True, exist_ok=True)
+    copy_package(package, into / PACKAGE_NAME, submission or Path(package).parent)
     if derivations is not None:
         (into / DERIVATIONS).mkdir()
         for path in sorted(Path(derivations).glob("*.md")):
-            if path.is_file() and not path.is_symlink():
+            if path.is_file() and not path.is_symlink() and \
+                    path.stat().st_size <= MAX_FILE_MB * 2**20:
                 shutil.copyfile(path, into / DERIVATIONS / path.name)
     (into / "assignment.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                           encoding="utf-8")
@@ -122,7 +155,8 @@ def grade_submission(root):
         package = find_package(Path(root) / "submission", source / PACKAGE_NAME)
         with tempfile.TemporaryDirectory() as tmp:
             copy = assemble(package, config["manifest"], Path(tmp) / "copy",
-                            find_derivations(Path(root) / "submission", package))
+                            find_derivations(Path(root) / "submission", package),
+                            Path(root) / "submission")
             report = grade(copy, parts=parts, timeout=config["timeout"],
                            total_timeout=config.get("total_timeout", TOTAL_TIMEOUT),
                            seed=config.get("seed"),
