@@ -134,6 +134,12 @@ def check_unit_interval(value, name):
         raise InputError(message(name, "a number in [0, 1)", value))
 
 
+def check_bool(value, name):
+    """value must be True or False (the string "False" is true to `if`; never guessed)."""
+    if not isinstance(value, bool):
+        raise InputTypeError(message(name, "True or False", repr(value)))
+
+
 def check_choice(value, name, choices):
     if value not in choices:
         raise InputError(message(name, f"one of {tuple(choices)}", repr(value)))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_numpy, xp
-from ..validation import check_integer, message
+from ..validation import check_bool, check_integer, message
 from ..masks import make_decoder_mask, make_padding_mask
 from .tokenizers import BOS_ID, EOS_ID, PAD_ID
 from ..errors import InputError, InputTypeError
@@ -115,6 +115,9 @@ def batches(pairs, batch_size, *, rng=None, shuffle=True, sort_by_length=True,
     drop_last:      skip a final batch smaller than batch_size.
     """
     check_integer(batch_size, "batch_size")
+    for name, flag in (("shuffle", shuffle), ("sort_by_length", sort_by_length),
+                       ("drop_last", drop_last)):
+        check_bool(flag, name)
     n = len(pairs)
     if n == 0:
         raise InputError(message("pairs", "at least one (src_ids, tgt_ids) pair", "an empty list"))

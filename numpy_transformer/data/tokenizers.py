@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..backend import to_numpy
-from ..validation import check_integer, message
+from ..validation import check_bool, check_integer, message
 from ..errors import InputError, InputTypeError
 from .tokenizer_file import FORMAT_VERSION, checked_fields, read_tokenizer_json
 
@@ -59,9 +59,10 @@ class Tokenizer:
 
     def __init__(self, symbols=(), *, lowercase=False, min_freq=1, max_size=None):
         check_integer(min_freq, "min_freq")
+        check_bool(lowercase, "lowercase")
         if max_size is not None:
             check_integer(max_size, "max_size")
-        self.lowercase = bool(lowercase)
+        self.lowercase = lowercase
         self.min_freq = min_freq
         self.max_size = max_size
         self._set_vocabulary(list(symbols))
@@ -152,6 +153,8 @@ class Tokenizer:
 
     def encode(self, text, add_bos=False, add_eos=False):
         """Token ids of `text`; unknown symbols become UNK_ID (3)."""
+        check_bool(add_bos, "add_bos")
+        check_bool(add_eos, "add_eos")
         lookup = self._lookup
         ids = [lookup.get(symbol, UNK_ID) for symbol in self._symbols_of(text)]
         if add_bos:
@@ -167,6 +170,7 @@ class Tokenizer:
         always written as "<unk>" so that a reader sees something was lost.
         skip_special=False writes every token up to and including <eos>.
         """
+        check_bool(skip_special, "skip_special")
         if hasattr(ids, "shape"):
             if len(ids.shape) != 1:
                 raise InputError(message("ids", "a 1-D sequence of token ids",

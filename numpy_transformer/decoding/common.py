@@ -2,7 +2,7 @@
 
 from contextlib import contextmanager
 
-from ..validation import message
+from ..validation import check_bool, message
 from ..errors import InputError
 from ..kv_cache import KVCache
 
@@ -20,6 +20,7 @@ def eval_mode(model):
 
 def start_cache(use_cache, cache):
     """The KVCache to fill: the caller's (to inspect it afterwards), a new one, or None."""
+    check_bool(use_cache, "use_cache")
     if cache is None:
         return KVCache() if use_cache else None
     if not use_cache:

@@ -16,15 +16,11 @@ layers from one set of settings): they check nothing themselves.
 import numbers
 from dataclasses import asdict, dataclass
 
-from ..validation import check_choice, check_integer, check_unit_interval, message
+from ..validation import (check_bool, check_choice, check_integer, check_unit_interval,
+                          message)
 from ..errors import InputError, InputTypeError
 
 ATTENTION_KINDS = ("mha", "mla")
-
-
-def check_bool(value, name):
-    if not isinstance(value, bool):
-        raise InputTypeError(message(name, "True or False", repr(value)))
 
 
 def check_int_in(value, name, low, high, what="an integer"):

@@ -59,7 +59,7 @@ class TrainConfig:
         if self.clip_norm is not None:
             check_positive(self.clip_norm, "clip_norm")
         for name in ("progress", "higher_is_better"):
-            if getattr(self, name) not in (None, True, False):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise InputError(message(name, "True, False or None", repr(getattr(self, name))))
         if not isinstance(self.best_metric, str) or not self.best_metric:
             raise InputError(message("best_metric", "the name of a metric",
