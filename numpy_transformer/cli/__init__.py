@@ -26,6 +26,8 @@ import sys
 from ..version import __version__
 from ..errors import InputError, TrainingDiverged
 from ..training.signals import EXIT_STATUS, silence_stdout
+from ..system.files import STDOUT
+from ..system.interrupts import interrupted
 from .config_file import sources
 from .data_files import as_typed
 from .options import Parser, option_names, with_files
@@ -89,11 +91,20 @@ def main(argv=None):
         if args.debug:
             raise
         return _report(err, getattr(args, "command_parser", None), sources(args))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:        # Ctrl-C, or SIGTERM (system/interrupts.py)
         if args.debug:
             raise
-        print("interrupted", file=sys.stderr)
-        return 130
+        return interrupted(err)
+
+
+def stdout_flushed(status):
+    """`status`, once standard output is flushed (a failure at exit would be a raw
+    "Exception ignored" and exit 120): a full one is an error that names it."""
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        return _report(err)
+    return status
 
 
 def _report(err, parser=None, files=None):
@@ -111,6 +122,8 @@ def _report(err, parser=None, files=None):
         print(f"error: {text}", file=sys.stderr)
         return 2
     if isinstance(err, OSError):
+        if err.filename == STDOUT:                  # full: nothing more is printed
+            silence_stdout()
         text = option_names(_os_error(err), parser, head=False)
         print(f"error: {as_typed(with_files(text, parser, files))}", file=sys.stderr)
         return 2

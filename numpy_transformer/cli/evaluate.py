@@ -46,7 +46,8 @@ def add_parsers(commands):
                    "none (at whitespace, for tokenised references); default: the run's setting, "
                    "else 13a")
     p.add_argument("--json", metavar="FILE",
-                   help="also write the scores, what was scored and the command to FILE")
+                   help="also write the scores, what was scored and the command to FILE (- or "
+                   "/dev/stdout: standard output)")
     overwrite_option(p)
     add_common(p)
     p.set_defaults(run=run_evaluate)
@@ -139,7 +140,7 @@ def _refuse_the_other_kinds_options(args, kind):
 
 
 def run_evaluate(args):
-    check_outputs({"--json": args.json}, overwrite=args.overwrite, inputs={
+    check_outputs({"--json": args.json}, overwrite=args.overwrite, stdout=("--json",), inputs={
         "--checkpoint": args.checkpoint, "--src": args.src, "--tgt": args.tgt,
         "--tsv": args.tsv, "--text": args.text})
     model, toks, meta = load_run(args.checkpoint)
@@ -183,10 +184,11 @@ def run_evaluate(args):
 def _write_json(args, what, scores, bleu_tokenize=None):
     """--json FILE: the scores with what was scored and how (written atomically)."""
     if args.json:
-        from ..system.files import write_json
+        from ..system.files import is_stdout, write_json
         from .run import provenance
         write_json(args.json, {**provenance(), "checkpoint": args.checkpoint, "scored": what,
                                "beam": args.beam, "alpha": args.alpha,
                                "bleu_tokenize": bleu_tokenize, "scores": scores})
-        print(f"scores written to {args.json}")
+        if not is_stdout(args.json):
+            print(f"scores written to {args.json}")
     return 0

@@ -7,7 +7,13 @@ Every command checks its output-file options with `check_outputs` before doing a
 work, so a mistake costs nothing but a one-line `error:` (exit status 2):
 - an empty name is refused (it would otherwise quietly mean a default);
 - a folder is refused: these options name files;
-- an existing file is refused unless --overwrite is given;
+- what is not a regular file (a device, a FIFO, a socket, a symbolic link) is refused even
+  with --overwrite, naming its kind; "-" and "/dev/stdout" mean standard output, written
+  through, for the options that may print (`stdout`), and are refused for the others;
+- an existing file is refused unless --overwrite is given, and a file that another command
+  makes while this one works is not replaced either (system/files.py: declare_output);
+- a name under which no file can be made (a read-only folder, a file or a dangling link
+  on the way) is refused before the work, not after it;
 - one of the command's own inputs, or the file of another output option (the same real
   path, links followed), is refused even with --overwrite, naming both options;
 - a file of a run folder (a checkpoint, history.json, config.json, ...) is refused even
@@ -18,23 +24,34 @@ import glob
 import os
 
 from ..errors import InputError
+from ..system.files import check_writable_folder, declare_output, is_stdout, refuse_special
 from ..training.run_folder import RUN_FILES, STEP_FILE, RunFolder
 from ..validation import message
 
 
-def check_outputs(outputs, *, inputs=None, overwrite=False):
-    """Refuse output files that would lose something (see the module's docstring).
+def check_outputs(outputs, *, inputs=None, overwrite=False, stdout=()):
+    """Refuse output files that would lose something (see the module's docstring), and
+    declare the others to atomic_write.
 
-    outputs: {option: path or None}; inputs: {option: path, list of paths or None}."""
+    outputs: {option: path or None}; inputs: {option: path, list of paths or None};
+    stdout: the options that "-" may send to standard output."""
     sources = [(option, path) for option, given in (inputs or {}).items()
                for path in ([given] if isinstance(given, str) else given or []) if path]
     for option, path in outputs.items():
         if path is None:
             continue
         check_name(option, path)
+        if is_stdout(path):
+            if option not in stdout:
+                raise InputError(message(option, "a file name (it is not written to "
+                                         "standard output)", repr(str(path))))
+            declare_output(path, option, replace=True)
+            continue
         _check_not_read(option, path, sources)
         sources.append((option, path))          # two outputs must not share a file either
         _check_free(option, path, overwrite)
+        check_writable_folder(os.path.dirname(os.path.abspath(path)), option, path)
+        declare_output(path, option, replace=overwrite)
 
 
 def check_name(option, path):
@@ -60,6 +77,7 @@ def _check_free(option, path, overwrite):
     if ours and os.path.isdir(folder) and RunFolder(folder).holds_run():
         raise InputError(f"{option} {path}: belongs to the run in {folder}; choose another "
                          f"{option} (--overwrite never replaces a run's own files)")
+    refuse_special(path, option)
     if os.path.lexists(path) and not overwrite:
         raise InputError(f"{option}: {path} already exists; choose another {option}, or "
                          f"replace it with --overwrite")

@@ -21,7 +21,7 @@ import sys
 from ..checkpoint import load_run
 from ..data import get_task
 from ..errors import InputError
-from ..system.files import check_writable_folder
+from ..system.files import is_stdout
 from ..training.metrics import decode_batches
 from ..training.progress import progress_bar
 from ..validation import message
@@ -38,7 +38,8 @@ def add_input_options(p):
                    help="translate each line of FILE ('-': standard input, the default when "
                    "no TEXT is given and input is piped); one output line per input line")
     p.add_argument("--output", metavar="FILE",
-                   help="write the outputs to FILE (default: standard output)")
+                   help="write the outputs to FILE (default, or - or /dev/stdout: standard "
+                   "output)")
     p.add_argument("--batch-size", type=positive_int, default=64,
                    help="sentences decoded together (default 64)")
     overwrite_option(p)
@@ -47,11 +48,9 @@ def add_input_options(p):
 def run_translate(args):
     """The `translate` command: outputs of TEXT..., or of each line of --input."""
     path = _input_path(args)
-    check_outputs({"--output": args.output}, overwrite=args.overwrite, inputs={
-        "--checkpoint": args.checkpoint, "--input": None if path in (None, "-") else path})
-    if args.output is not None:                  # before the model loads, not after decoding
-        check_writable_folder(os.path.dirname(os.path.abspath(args.output)), "--output",
-                              args.output)
+    check_outputs({"--output": args.output}, overwrite=args.overwrite, stdout=("--output",),
+                  inputs={"--checkpoint": args.checkpoint,        # before the model loads
+                          "--input": None if path in (None, "-") else path})
     model, toks, meta = load_run(args.checkpoint, "seq2seq")
     texts = args.texts if path is None else _read_lines(path)
     where = "TEXT" if path is None else "--input line"
@@ -184,8 +183,9 @@ def _translations(model, tgt_tok, seqs, args):
 
 @contextlib.contextmanager
 def _writer(path):
-    """write(lines): to stdout (flushed each time), or atomically to the file `path`."""
-    if path is None:
+    """write(lines): to stdout (flushed each time; `path` None, "-" or "/dev/stdout"), or
+    atomically to the file `path`."""
+    if path is None or is_stdout(path):
         def write(lines):
             for line in lines:
                 sys.stdout.write(line + "\n")

@@ -3,14 +3,17 @@ reading only regular files (a FIFO would block forever, /dev/zero never ends).""
 
 import errno
 import hashlib
+import io
 import json
 import os
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 
 from ..validation import message
 from ..errors import InputError, InputTypeError
+from .owned import owned_prefix, owner_lock, remove_stale
 
 
 def check_regular_file(path, name):
@@ -111,35 +114,161 @@ def _not_writable(path):
     return None
 
 
+STDOUT_NAMES = ("-", "/dev/stdout")     # output names that mean standard output
+_OUTPUTS = {}                           # absolute path: (option, may replace it)
+
+
+def is_stdout(path):
+    """Whether the output name `path` means standard output ("-" or "/dev/stdout")."""
+    return path is not None and str(path) in STDOUT_NAMES
+
+
+def declare_output(path, option, *, replace):
+    """Record that the user named `path` as the output `option` (after the checks of
+    cli/outputs.py, before any work): atomic_write then creates it only if no file has
+    that name at its end (of two commands writing one file, the second fails) unless
+    `replace` (--overwrite)."""
+    _OUTPUTS[os.path.abspath(path)] = (option, replace)
+
+
+def kind_of(path):
+    """What the existing `path` is when it is not a regular file ("a FIFO", "a symbolic
+    link to '/dev/null'", ...); None for a regular file or no file at all."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        target = os.readlink(path)
+        missing = "" if os.path.exists(path) else " (missing)"
+        return f"a symbolic link to {target!r}{missing}"
+    return None if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) \
+        else "a character device" if stat.S_ISCHR(mode) else "a block device" \
+        if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" \
+        if stat.S_ISSOCK(mode) else "a special file"
+
+
+def refuse_special(path, option=None):
+    """InputError when the existing `path` is not a regular file: an output is never
+    renamed over a device, a FIFO, a socket, a folder or a symbolic link (its target would
+    survive while the link went), even with --overwrite."""
+    kind = kind_of(path)
+    if kind:
+        raise InputError(f"{option or 'output'} {path} is {kind}; refusing to replace it "
+                         f"(an output replaces only a regular file; - means standard "
+                         f"output)")
+
+
 @contextmanager
 def atomic_write(path, mode="wb", suffix="", newline=None):
     """`with atomic_write(path) as f: ...` writes a temporary file beside `path` and, only
     when the block succeeds, flushes it to disk and renames it over `path` (an atomic step).
     If the block fails or is interrupted, the temporary file is removed and the old `path`,
     if any, is untouched. An OS error names `path`, never the temporary file. `newline` is
-    open()'s, for text modes ("" for the csv module)."""
+    open()'s, for text modes ("" for the csv module).
+
+    What is not a regular file (a device, a FIFO, a folder, a symbolic link) is never
+    replaced; a `path` declared with declare_output is made exclusively unless replacing
+    is allowed (linked into place: the link fails if another writer made it meanwhile);
+    "-" or "/dev/stdout" declared so is standard output, written through. The temporary
+    file is `.tmp-PID-START-XXXX` (owned.py): one that a killed process left beside
+    `path` is removed by the next write there."""
+    option, replace = _OUTPUTS.get(os.path.abspath(path), (None, True))
+    if option is not None and is_stdout(path):
+        yield from _standard_output(mode)
+        return
+    refuse_special(path, option)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
+    remove_stale(folder, ".tmp-")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=owned_prefix(".tmp-"), suffix=suffix, dir=folder)
     except OSError as err:
         raise _naming(err, path, None) from None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                 # mkstemp makes it private (0600)
-        encoding = None if "b" in mode else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with owner_lock(tmp):
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)                 # mkstemp makes it private (0600)
+            encoding = None if "b" in mode else "utf-8"
+            with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            _put_in_place(tmp, path, option, replace)
     except BaseException as err:
         if os.path.exists(tmp):
             os.remove(tmp)
         if isinstance(err, OSError) and _naming(err, path, tmp) is not err:
             raise _naming(err, path, tmp) from None
         raise
+
+
+def _put_in_place(tmp, path, option, replace):
+    """Rename `tmp` over `path`, or (not `replace`) link it there, failing if it exists."""
+    if replace:
+        refuse_special(path, option)              # made while we wrote
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise InputError(f"{option} {path} already exists (another command wrote it "
+                         f"meanwhile); choose another {option}, or replace it with "
+                         f"--overwrite") from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        _rename_if_absent(tmp, path, option)      # no hard links here (FAT, some mounts)
+        return
+    os.remove(tmp)
+
+
+def _rename_if_absent(tmp, path, option):
+    if os.path.lexists(path):
+        raise InputError(f"{option} {path} already exists (another command wrote it "
+                         f"meanwhile); choose another {option}")
+    os.replace(tmp, path)
+
+
+STDOUT = "standard output"               # how an OS error of standard output names it
+
+
+class _StandardOutput(io.FileIO):
+    """Standard output's file descriptor, whose OS errors name it (a full disk would
+    otherwise read `[Errno 28] No space left on device`, naming nothing)."""
+
+    def write(self, b):
+        try:
+            return super().write(b)
+        except OSError as err:
+            raise type(err)(err.errno, err.strerror, STDOUT) from None
+
+
+def name_standard_output():
+    """Make sys.stdout's OS errors name standard output (a command's process only: it
+    replaces sys.stdout by the same stream over _StandardOutput)."""
+    old = sys.stdout
+    try:
+        raw = _StandardOutput(old.fileno(), "w", closefd=False)
+    except (AttributeError, OSError, ValueError):        # no real standard output
+        return
+    old.flush()
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding,
+                                  errors=old.errors, line_buffering=old.line_buffering)
+
+
+def _standard_output(mode):
+    """The body of atomic_write for standard output: written through, flushed at the end;
+    an OS error names standard output."""
+    stream = sys.stdout.buffer if "b" in mode else sys.stdout
+    try:
+        yield stream
+        stream.flush()
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):
+            raise
+        raise type(err)(err.errno, err.strerror, STDOUT) from None
 
 
 def _naming(err, path, tmp):

@@ -39,6 +39,7 @@ checkpoint's weights and those states into the Trainer's parts and returns its r
 
 import contextlib
 import os
+import shutil
 from dataclasses import asdict
 
 from ..backend import xp
@@ -198,12 +199,35 @@ def restore(trainer, checkpoint):
     trainer.scheduler.step()                        # the lr of the next update
     if note:
         trainer.write(note)
-    history = None
-    if path is not None:
-        saved = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
-        if os.path.isfile(saved):                   # the curves up to the checkpoint
-            history = History.load(saved).truncate(int(meta.get("step", 0)))
+    history = None if path is None else _saved_history(path, int(meta.get("step", 0)),
+                                                       trainer.write)
     return path, RunState.resumed(meta, history, trainer.state)
+
+
+def _saved_history(path, step, write):
+    """The curves up to `step` of history.json beside the checkpoint `path`. A missing one,
+    or one that cannot be read (copied aside as history.json.damaged first), restarts the
+    history at `step`, said in a line (None then)."""
+    saved = os.path.join(os.path.dirname(os.path.realpath(path)), "history.json")
+    if not os.path.lexists(saved):
+        write(f"note: {saved} is missing; the history (history.json, the loss curves) "
+              f"restarts at step {step}")
+        return None
+    try:
+        return History.load(saved).truncate(step)
+    except InputError as err:
+        kept = saved + ".damaged"
+        try:                          # a regular file only: copying a FIFO would block
+            if os.path.isfile(saved) and not os.path.lexists(kept):
+                shutil.copyfile(saved, kept)
+                kept = f"; a copy is kept as {kept}"
+            else:
+                kept = ""
+        except OSError:
+            kept = ""
+        write(f"note: {saved} cannot be read ({' '.join(str(err).split())[:200]}){kept}; "
+              f"the history restarts at step {step}")
+        return None
 
 
 def continue_schedule(trainer, meta):

@@ -23,6 +23,7 @@ Its messages name the Trainer's parameters and method in backquotes, `out`, `ove
 and `resume` (Trainer.resume): the command line names its options of the same names there.
 """
 
+import errno
 import glob
 import os
 import re
@@ -52,6 +53,16 @@ def _open_lock(path, flags):
         raise InputError(message("out", "a run folder whose .lock is a regular file",
                                  f"something else at {path!r}"))
     return fd
+
+
+def _broken_link(path):
+    """What the symbolic link `path` to nothing is: a loop, or a link to a missing target."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop"
+    return f"a symbolic link to a missing target ({os.readlink(path)!r})"
 
 
 def step_files(folder):
@@ -125,6 +136,9 @@ class RunFolder:
         (`step`: the step of the checkpoint a run resumed in this folder starts from)."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise InputError(message("out", "a folder", f"the file {self.path!r}"))
+        if os.path.islink(self.path) and not os.path.exists(self.path):
+            raise InputError(message("out", "a folder, or a name for a new one",
+                                     f"{self.path!r}, {_broken_link(self.path)}"))
         self._refuse_others()                # before the lock: nothing written there
         os.makedirs(self.path, exist_ok=True)
         self._take_lock()
@@ -151,6 +165,17 @@ class RunFolder:
 
     def _take_lock(self):
         path = os.path.join(self.path, ".lock")
+        try:
+            self._lock_file(path)
+        except OSError as err:
+            if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise InputError(f"out: {self.path} is a folder one cannot write in "
+                             f"({err.strerror}); a run writes its checkpoints there: make it "
+                             f"writable, or choose another `out` NEWDIR (a resumed run "
+                             f"continues there)") from None
+
+    def _lock_file(self, path):
         if fcntl is None:
             try:
                 fd = _open_lock(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)

@@ -244,11 +244,27 @@ def test_crafted_resume_configurations_are_one_error_line(run_folder, where, set
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"train": [{"step": "x"}], "eval": []}',
                                   '{"train": [], "eval": 3}', '{"train": [{"step": 1}], '
                                   '"eval": []}', "[1]"])
-def test_a_damaged_history_is_refused_at_resume_and_by_figures(run_folder, text):
+def test_a_damaged_history_is_refused_by_figures_and_set_aside_at_resume(run_folder, text):
+    """Issue 52: a resume names the damaged history.json, keeps a copy and goes on."""
     (run_folder / "r" / "history.json").write_text(text)
-    error(nt("train", "--resume", "r/last.npz", "--steps", "8", "--no-progress",
-             cwd=run_folder), 2, "history.json")
     error(nt("figures", "--run", "r", cwd=run_folder), 2, "history.json")
+    done = nt("train", "--resume", "r/last.npz", "--steps", "8", "--no-progress",
+              "--no-figures", cwd=run_folder)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = done.stdout + done.stderr
+    assert "history.json cannot be read" in said and "history.json.damaged" in said, said
+    assert "restarts at step 4" in said, said
+    assert (run_folder / "r" / "history.json.damaged").read_text() == text
+    json.loads((run_folder / "r" / "history.json").read_text())       # a new one
+
+
+def test_a_deleted_history_is_said_at_resume(run_folder):
+    (run_folder / "r" / "history.json").unlink()
+    done = nt("train", "--resume", "r/last.npz", "--steps", "8", "--no-progress",
+              "--no-figures", cwd=run_folder)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = done.stdout + done.stderr
+    assert "history.json is missing" in said and "restarts at step 4" in said, said
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000, "[1]", '{"kind": "seq2seq", "settings": []}',

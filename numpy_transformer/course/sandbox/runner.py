@@ -51,6 +51,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...system.files import read_json
+from ...system.owned import OwnedFolder
 from .limits import MAX_RESULT_MB, limits_line, part_groups
 from .namespaces import DISK_MB, INSIDE, PROCESSES, isolation
 
@@ -110,7 +111,7 @@ class Harness:
                                       memory_mb))
 
     def __enter__(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="nt-grader-")
+        self.tmp = OwnedFolder("nt-grader-")      # the folders of killed graders go first
         self.folder = Path(self.tmp.name) / "harness"
         self.folder.mkdir()
         for folder, names in HARNESS_FILES.items():
