@@ -30,7 +30,7 @@ from ..system.files import STDOUT
 from ..system.interrupts import interrupted
 from .config_file import sources
 from .data_files import as_typed
-from .options import Parser, option_names, with_files
+from .options import Parser, option_names, path_option, with_files
 
 
 def build_parser(command=None):
@@ -90,7 +90,7 @@ def main(argv=None):
     except Exception as err:
         if args.debug:
             raise
-        return _report(err, getattr(args, "command_parser", None), sources(args))
+        return _report(err, getattr(args, "command_parser", None), sources(args), args)
     except KeyboardInterrupt as err:        # Ctrl-C, or SIGTERM (system/interrupts.py)
         if args.debug:
             raise
@@ -107,10 +107,11 @@ def stdout_flushed(status):
     return status
 
 
-def _report(err, parser=None, files=None):
+def _report(err, parser=None, files=None, args=None):
     """Print one error line (two for a bug); return the exit status. An InputError naming a
     parameter (an OSError: one in backquotes) names the option of `parser` (the command's)
-    that sets it instead, and the --config file its value came from (`files`: {dest: file})."""
+    that sets it instead, and the --config file its value came from (`files`: {dest: file});
+    an OS error about the value of an option (`args`) names the option."""
     if isinstance(err, BrokenPipeError):             # the reader of our output went away
         silence_stdout()
         return EXIT_STATUS["closed output"]
@@ -124,7 +125,8 @@ def _report(err, parser=None, files=None):
     if isinstance(err, OSError):
         if err.filename == STDOUT:                  # full: nothing more is printed
             silence_stdout()
-        text = option_names(_os_error(err), parser, head=False)
+        text = path_option(option_names(_os_error(err), parser, head=False), err, args,
+                           parser)
         print(f"error: {as_typed(with_files(text, parser, files))}", file=sys.stderr)
         return 2
     if isinstance(err, MemoryError) or _out_of_device_memory(err):

@@ -91,7 +91,10 @@ def _evaluation_pairs(args, meta, toks):
     """(encoded pairs, reference lines (corpora; None for tasks), decoding limit, a
     description of what is scored)."""
     if args.tsv or args.src or args.tgt:
-        pairs = read_pairs(args.src, args.tgt, args.tsv, "evaluation data")
+        notes = []                      # blank sides, a TSV's extra columns
+        pairs = read_pairs(args.src, args.tgt, args.tsv, "evaluation data", notes=notes)
+        for note in notes:
+            print(f"note: {note}")
         encoded = encode_pairs(pairs, toks["src"], toks["tgt"])
         where = args.tsv or f"{args.src} / {args.tgt}"
         _warn_unknown([i for s, _ in encoded for i in s], where + " (sources)", "words")
