@@ -104,9 +104,11 @@ class TrainedRun:
         return decoded[0] if one else decoded
 
     def generate(self, prompt="\n", max_new_tokens=300, *, temperature=0.8, top_k=None,
-                 seed=0, stop_at_eos=False, stream=False):
+                 top_p=None, seed=0, stop_at_eos=False, stream=False):
         """The prompt followed by `max_new_tokens` sampled characters (`generate`'s
-        defaults: temperature 0.8, every token drawable, seed 0). stream=True: an iterator
+        defaults: temperature 0.8, every token drawable, seed 0; top_k keeps the K likeliest,
+        top_p, 0 < p <= 1, the smallest set of the likeliest holding p of the probability,
+        after top_k when both are given). stream=True: an iterator
         of the same text in pieces, each character as it is drawn (its memory does not grow
         with max_new_tokens). A text too long to hold in memory is refused, as the command's
         --max-new-tokens is, with an estimate."""
@@ -114,7 +116,7 @@ class TrainedRun:
         if not isinstance(stream, bool):
             raise InputTypeError(message("stream", "True or False", repr(stream)))
         tok = self.tokenizers["text"]
-        settings = dict(temperature=temperature, top_k=top_k, seed=seed,
+        settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                         stop_at_eos=stop_at_eos)
         if stream:
             pieces = stream_text(self.model, tok, prompt, max_new_tokens, **settings)

@@ -15,15 +15,17 @@ from ..checkpoint import load_run
 from ..data import DataConfig
 from ..data.corpus import text_data
 from ..data.loaders import load_text
-from ..decoding import generate_text, generate_texts, stream_text
+from ..decoding import generate_text, stream_text, stream_texts
 from ..training.metrics import evaluate_lm
 from ..models.gpt import GPT, GPTConfig
 from ..training import TextStream
 from . import run
 from .configs import config_from, metadata
 from .data_files import as_typed
-from .options import (add_common, add_model_options, add_training_options, describe,
+from .options import (_typed, add_common, add_model_options, add_training_options, describe,
                       nonnegative_int, positive_float, positive_int, raw_formatter)
+
+top_p_value = _typed(float, lambda v: 0 < v <= 1, "a number P with 0 < P <= 1")
 
 LM = dict(d_model=128, num_heads=4, d_ff=512, num_layers=4, dropout=0.1, norm_first=True,
           attention="mha", max_len=64, steps=2000, batch_size=32, lr=2e-3, warmup=100,
@@ -58,14 +60,22 @@ def add_parsers(commands):
     p = commands.add_parser("generate", help="continue a prompt with a trained GPT",
                             description="Sample text from a checkpoint written by train-lm.")
     p.add_argument("--checkpoint", required=True, help="a .npz written by train-lm")
-    p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    first = p.add_mutually_exclusive_group()
+    first.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    first.add_argument("--prompt-file", metavar="FILE",
+                       help="continue the text of FILE (UTF-8, at most 16 MiB), as nanoGPT's "
+                       "--start=FILE:")
     p.add_argument("--max-new-tokens", type=positive_int, default=300,
-                   help="characters to generate (default 300); one sample is printed as it "
-                   "is drawn, several are held in memory (refused, with an estimate, where "
-                   "they cannot fit)")
+                   help="characters to generate (default 300); the first sample is printed as "
+                   "it is drawn, any others are held in memory and printed when all are drawn "
+                   "(refused, with an estimate, where they cannot fit)")
     p.add_argument("--temperature", type=positive_float, default=0.8,
                    help="below 1: safer, above 1: wilder, near 0: greedy (default 0.8)")
     p.add_argument("--top-k", type=positive_int, help="draw only from the K likeliest")
+    p.add_argument("--top-p", type=top_p_value, metavar="P",
+                   help="nucleus sampling: draw only from the smallest set of the likeliest "
+                   "whose probabilities sum to at least P, 0 < P <= 1 (after --top-k when "
+                   "both are given, as Hugging Face does)")
     p.add_argument("--stop-at-eos", action="store_true",
                    help="end the text when the model draws <eos> (default: never draw it)")
     p.add_argument("--num-samples", type=positive_int, default=1,
@@ -135,30 +145,60 @@ def _saved_tokenizer(ckpt, text):
     return tok
 
 
-def warn_unknown_prompt(tok, prompt):
+def warn_unknown_prompt(tok, prompt, option="--prompt"):
     """One warning (on stderr: stdout is the text) naming the prompt's characters outside
     the model's vocabulary, which the model reads, and the output shows, as <unk>."""
     unknown = tok.unknown_symbols([prompt])
     if unknown:
-        print(f"warning: {len(unknown)} character{'s' * (len(unknown) > 1)} of --prompt "
+        print(f"warning: {len(unknown)} character{'s' * (len(unknown) > 1)} of {option} "
               f"{'are' if len(unknown) > 1 else 'is'} not in the model's vocabulary (read as "
               f"<unk>): {''.join(unknown)!r}", file=sys.stderr)
 
 
 def run_generate(args):
+    prompt = args.prompt if args.prompt_file is None else read_prompt(args.prompt_file)
     model, toks, _ = load_run(args.checkpoint, kind="lm")
-    warn_unknown_prompt(toks["text"], args.prompt)
-    settings = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-                    stop_at_eos=args.stop_at_eos)
+    warn_unknown_prompt(toks["text"], prompt,
+                        "--prompt" if args.prompt_file is None else "--prompt-file")
+    settings = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                    seed=args.seed, stop_at_eos=args.stop_at_eos)
     if args.num_samples == 1:                   # each character printed as it is drawn
-        for piece in stream_text(model, toks["text"], args.prompt, args.max_new_tokens,
+        for piece in stream_text(model, toks["text"], prompt, args.max_new_tokens,
                                  **settings):
             sys.stdout.write(piece)
             sys.stdout.flush()
         print()
         return 0
-    texts = generate_texts(model, toks["text"], args.prompt, args.max_new_tokens,
-                           args.num_samples, **settings)
-    for i, text in enumerate(texts):
-        print(f"--- sample {i + 1} ---\n{text}" if len(texts) > 1 else text)
+    shown = None                  # the first sample as it is drawn, the others when all are
+    for i, piece in stream_texts(model, toks["text"], prompt, args.max_new_tokens,
+                                 args.num_samples, **settings):
+        if i != shown:
+            sys.stdout.write(("\n" if shown is not None else "") + f"--- sample {i + 1} ---\n")
+            shown = i
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+    print()
     return 0
+
+
+MAX_PROMPT_BYTES = 16 * 2**20       # the model reads the last max_len characters of it
+
+
+def read_prompt(path):
+    """The text of --prompt-file: a regular UTF-8 file of at most MAX_PROMPT_BYTES."""
+    from ..errors import InputError
+    from ..system.files import open_regular
+    from ..validation import message
+    with open_regular(path, "--prompt-file") as f:
+        data = f.read(MAX_PROMPT_BYTES + 1)
+    if len(data) > MAX_PROMPT_BYTES:
+        raise InputError(message("--prompt-file", "a file of at most 16 MiB",
+                                 f"{path!r}, larger"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(message("--prompt-file", "UTF-8 text",
+                                 f"{path!r} (byte {err.start}: {data[err.start:err.start + 1]!r})"))
+    if not text:
+        raise InputError(message("--prompt-file", "at least one character", f"{path!r}, empty"))
+    return text

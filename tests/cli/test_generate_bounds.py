@@ -102,3 +102,58 @@ def test_running_out_of_gpu_memory_is_an_error_not_a_bug(capsys):
     assert capsys.readouterr().err.startswith("error: out of memory; try smaller sizes")
     assert _report(RuntimeError("cudaErrorLaunchFailure")) == 1
     assert "This is a bug" in capsys.readouterr().err
+
+
+def test_several_samples_stream_the_first_and_a_closed_pipe_ends_them(lm):
+    """`generate --num-samples 2 --max-new-tokens <huge> | head -c 100` prints at once: the
+    first sample as it is drawn (the others, held, when all are drawn). The timeout only
+    catches a hang: today's code, holding both, printed nothing for hours."""
+    proc = subprocess.Popen([*NT, "generate", "--checkpoint", str(lm), "--num-samples", "2",
+                             "--max-new-tokens", "10000000", "--prompt", "to"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    try:
+        head = proc.stdout.read(100)
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert head.startswith(b"--- sample 1 ---\nto") and len(head) == 100
+    assert proc.returncode == 141 and b"Traceback" not in err, err
+
+
+def test_several_samples_print_the_python_apis_texts(lm):
+    import numpy_transformer
+    from numpy_transformer.decoding import generate_texts
+    run = numpy_transformer.load_trained(lm)
+    texts = generate_texts(run.model, run.tokenizers["text"], "to be", 30, 3, temperature=0.8,
+                           top_k=5, top_p=0.9, seed=4)
+    shown = ok(nt("generate", "--checkpoint", lm, "--max-new-tokens", "30", "--seed", "4",
+                  "--prompt", "to be", "--num-samples", "3", "--top-k", "5", "--top-p", "0.9"))
+    assert shown == "".join(f"--- sample {i + 1} ---\n{t}\n" for i, t in enumerate(texts))
+
+
+def test_top_p_from_the_command_line(lm):
+    args = ["generate", "--checkpoint", lm, "--max-new-tokens", "40", "--seed", "3"]
+    assert ok(nt(*args, "--top-p", "1")) == ok(nt(*args))          # p = 1: plain sampling
+    import numpy_transformer
+    text = numpy_transformer.load_trained(lm).generate("\n", 40, top_p=0.5, seed=3)
+    assert ok(nt(*args, "--top-p", "0.5")) == text + "\n"
+    for bad in ("0", "1.5", "-1", "nan", "x"):
+        error(nt(*args, "--top-p", bad), 2, "--top-p", "0 < P <= 1")
+
+
+def test_prompt_file_is_continued_as_a_prompt(lm, tmp_path):
+    (tmp_path / "start.txt").write_text("to be or", encoding="utf-8")
+    args = ["generate", "--checkpoint", lm, "--max-new-tokens", "30", "--seed", "2"]
+    assert ok(nt(*args, "--prompt-file", "start.txt", cwd=tmp_path)) == \
+        ok(nt(*args, "--prompt", "to be or"))
+    (tmp_path / "bad.txt").write_bytes(b"to \xff")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    error(nt(*args, "--prompt-file", "bad.txt", cwd=tmp_path), 2, "--prompt-file", "UTF-8")
+    error(nt(*args, "--prompt-file", "empty.txt", cwd=tmp_path), 2, "--prompt-file", "empty")
+    error(nt(*args, "--prompt-file", "missing.txt", cwd=tmp_path), 2, "--prompt-file",
+          "missing.txt")
+    error(nt(*args, "--prompt-file", ".", cwd=tmp_path), 2, "--prompt-file", "directory")
+    error(nt(*args, "--prompt-file", "start.txt", "--prompt", "x", cwd=tmp_path), 2,
+          "--prompt", "not allowed with")
