@@ -28,7 +28,7 @@ def coinciding(shape, args):
 
 def test_a_collision_is_seen():
     """The test's own check: the shapes of the issue's examples are reported."""
-    assert ("B with B = 2, the batch (the first axis)", "2") in coinciding((2, 3, 5), {})
+    assert ("B with B = 2 (the batch, the first axis)", "2") in coinciding((2, 3, 5), {})
     assert coinciding((2, 3, 4), {})                     # sqrt(4) = 2 = B
     assert coinciding((4, 6), {"p": 0.75})               # 1/(1 - p) = 4 = N
     assert not coinciding((3, 4, 5), {"p": 0.3})

@@ -128,7 +128,7 @@ def test_factors_are_named_by_what_they_are_never_as_numbers():
     rng = np.random.default_rng(2)
     want = rng.normal(size=(3, 4, 8))
     assert "exactly 1/N with N = 12 rows times" in diagnose("dx", "dx.0", want, want / 12)
-    assert "exactly 1/sqrt(d) with d = 8, the last axis times" in diagnose(
+    assert "exactly 1/sqrt(d) with d = 8 (the last axis) times" in diagnose(
         "dq", "dx.0", want, want / np.sqrt(8))
     assert "exactly (1-p)^2 with p = 0.3 (the drop probability) times" in diagnose(
         "dx", "dx.0", want, 0.49 * want, args={"p": 0.3})
@@ -148,7 +148,7 @@ def test_a_term_scaled_or_with_its_sign_flipped_is_named():
     flipped = diagnose("dx", "dx.0", want, want - 2 * term, inputs)
     assert "the part through the mean, with its sign flipped" in flipped
     averaged = diagnose("dx", "dx.0", want, want - (1 - 1 / 5) * term, inputs)
-    assert "the part through the mean, exactly 1/d with d = 5, the last axis times" in averaged
+    assert "the part through the mean, exactly 1/d with d = 5 (the last axis) times" in averaged
     dout = rng.normal(size=want.shape)
     assert "the incoming gradient is not multiplied in" in diagnose(
         "dx", "dx.0", want * dout, want, {"dout": dout})

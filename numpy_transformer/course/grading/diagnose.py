@@ -3,11 +3,16 @@
 When a student's array disagrees with the reference's, `diagnose` tests common
 signatures of a mistake against the expected array and says what it sees:
 
-    a constant factor   have = c want, named when c is 1/B, B, 1/N, N, 2, 1/2, -1,
-                        sqrt(d), 1/sqrt(d) (B the first axis of an array of 3 axes or more,
-                        N the rows, d the last axis) or a float argument of the task (p,
-                        dloss, ...: c, 1/c, 1 - c, 1/(1 - c)), else "a constant factor of c";
-                        every check's sizes keep these apart (test_assignment_sizes.py)
+    a constant factor   have = c want, c named by what it is and its size, never as a
+                        number: first (primary_factors) 1/B, B, 1/N, N, sqrt(d), 1/sqrt(d)
+                        (B the first axis of an array of 3 axes or more, N its rows, d its
+                        last axis), a float argument of the task, one inside a dict too
+                        (p, dloss, lr, ...: c, 1/c, 1-c, 1/(1-c)), 2, 1/2, -1 (every
+                        check's sizes keep these apart: test_assignment_sizes.py); then
+                        (secondary_factors) 1/d, d, (1-c)^2, 1/(1-c)^2 and the incoming
+                        gradient's rows (a bias gradient's 1/N): "exactly 1/N with N = 12
+                        rows times". A factor no name fits is said to fit none: a number
+                        would only invite fitting it
     a transpose         have = want with its last two axes swapped
     too few axes summed have has more axes; summed over the extra leading ones it agrees
     assigned, not added have = want - what the gradient held before (prefilled checks)
@@ -15,9 +20,12 @@ signatures of a mistake against the expected array and says what it sees:
     a fresh draw        a dropout stand-in counted more than one mask drawn
     a term of a sum     want - have (or have - want) is one of the check's named terms
                         (outputs "term.<label>" of its scenario, never compared); a term
-                        missing is named before a term alone
+                        missing is named before a term alone; a term with its sign flipped,
+                        or off by a named factor, the rest agreeing
+    the chain rule      have times the incoming gradient is want: it was never multiplied in
+    added, off by c     with a prefilled gradient, what was added is c times what belongs
     a known slip        have is the array a named slip gives ("term.<output>|<cause>",
-                        from known_slips.py in the grader's reference run: another GELU
+                        from known_slips.py in the reference's runs: another GELU
                         form's derivative, a bias correction left out, a child's backward
                         skipped, ...): "is exactly what you get when <cause>"
     an input passed on  have is an input array of the task (the incoming gradient, dV, x2)
@@ -93,17 +101,17 @@ def size_factors(shape):
     named = []
     if len(shape) >= 3:         # a batch axis first (a 2-D array's first axis is its rows)
         B = shape[0]
-        named += [(1 / B, f"1/B with B = {B}, the batch (the first axis)",
+        named += [(1 / B, f"1/B with B = {B} (the batch, the first axis)",
                    "did you average over the batch?"),
-                  (B, f"B with B = {B}, the batch (the first axis)",
+                  (B, f"B with B = {B} (the batch, the first axis)",
                    "is a division by the batch missing?")]
     if len(shape) >= 2:
         named += row_factors(shape)
     if len(shape) >= 1 and shape[-1] > 1:
         d = shape[-1]
-        named += [(math.sqrt(d), f"sqrt(d) with d = {d}, the last axis",
+        named += [(math.sqrt(d), f"sqrt(d) with d = {d} (the last axis)",
                    "is a scale of the forward missing from the backward, or applied twice?"),
-                  (1 / math.sqrt(d), f"1/sqrt(d) with d = {d}, the last axis",
+                  (1 / math.sqrt(d), f"1/sqrt(d) with d = {d} (the last axis)",
                    "is a scale applied twice, or one missing?")]
     return named
 
@@ -135,9 +143,9 @@ def secondary_factors(shape, args=None, sizes=()):
     named = []
     if len(shape) >= 1 and shape[-1] > 1:
         d = shape[-1]
-        named += [(1 / d, f"1/d with d = {d}, the last axis",
+        named += [(1 / d, f"1/d with d = {d} (the last axis)",
                    "an average over the last axis where a sum belongs?"),
-                  (d, f"d with d = {d}, the last axis",
+                  (d, f"d with d = {d} (the last axis)",
                    "a sum over the last axis where an average belongs?")]
     named += scalar_factors(args, secondary=True)
     if len(dict(sizes).get("dout", ())) >= 2:
@@ -360,8 +368,8 @@ def diagnose(what, name, want, have, inputs=None, args=None):
             return (f"what you added into your {what} (it held a gradient before) is {scaled} "
                     f"what the expected one adds" + (f": {found[1]}" if found else ""))
     if chain_rule_missing(have, want, inputs):
-        return (f"your {what} is not multiplied by the incoming gradient: the incoming "
-                "gradient is not multiplied in (the chain rule's last step is missing?)")
+        return (f"your {what}, times the incoming gradient, would agree: the incoming "
+                "gradient is not multiplied in (the chain rule's last step missing?)")
     given = passed_through(have, inputs)
     source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
     m = masked(have, want)

@@ -128,7 +128,7 @@ FRESH = [
           "dx[rows, t] -= 1 - eps", "dx[rows, t] += 1 - eps", "the target class", "sign"),
     fresh("cross_entropy_averaged_over_vocabulary", "cross_entropy",
           "CrossEntropyLoss.backward", "dx *= scale[:, None]", "dx *= scale[:, None] / V",
-          "1/d with d = ", "the last axis"),
+          "1/d with d = ", "(the last axis)"),
     # adam: the step count off by one, the learning rate left out, L2's sign
     fresh("adam_step_count_off_by_one", "adam", "Adam._update",
           "m_hat = m / (1 - b1 ** t)\nv_hat = v / (1 - b2 ** t)",

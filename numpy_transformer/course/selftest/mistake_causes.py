@@ -26,7 +26,7 @@ CAUSES = {
     "adam_no_bias_correction": ("the bias correction is left out",),
     "adam_first_moment_only_corrected": ("only the first moment is bias-corrected",),
     "attention_key_scale_forgotten": ("exactly sqrt(d) with d = ",),
-    "attention_divides_by_batch": ("exactly 1/B with B = 3, the batch (the first axis) times",),
+    "attention_divides_by_batch": ("exactly 1/B with B = 3 (the batch, the first axis) times",),
     "attention_skips_dropout": ("the weights' dropout is not undone on their gradient",),
     "mha_swaps_key_value": ("the key and value gradients go through each other's projection",),
     "mha_reshape_without_transpose": ("a transpose is missing before the merge",),
