@@ -9,7 +9,7 @@ the reference in this process (test_one_judgement.swapped: no copy, no sandbox):
 
 - the grader (scoring.run_part, stand-ins) names the cause of at least 80% (the failed
   checks' messages hold every word of the mistake's `cause`); measured when written:
-  41 of 41, up from 7 of 41 before;
+  41 of 41, up from 6 of 41 before;
 - `check` (local_check.check_parts on an expected.npz written before the swap) names
   at least 80%: 35 of 41 (3 of 41 before); the 6 it misses are the stacks', whose
   slips steps.known_slips computes with stand-ins only (STANDIN_SLIPS);

@@ -2,8 +2,9 @@
 
 Teacher side only: these hold the parts' formulas, so no student copy and no grading
 worker has this file (make.py ships a list of files, runner.py copies another). The
-grader's reference run (parts.reference_results, with stand-ins) asks for them
-through steps.known_slips; each scenario passes what it built and drew. Two kinds:
+grader's reference run (scoring.reference_results, with stand-ins) and `assignment make`'s
+(the copy's expected.npz, the reference's own children) ask for them through
+steps.known_slips; each scenario passes what it built and drew. Two kinds:
 
     "term.<label>"            one term of a sum the reference adds (the part that flows
                               through the mean, the Jacobian's diagonal part, ...): a

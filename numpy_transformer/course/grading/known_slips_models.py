@@ -1,11 +1,14 @@
 """Known slips of the composite parts (known_slips.py says what a slip is; teacher side only).
 
-Each variant re-runs the part's backward on the reference's own modules (their children
-stand-ins, as graded) with one slip: a child's backward skipped, the blocks in the
-forward order, the heads merged without their transpose, the weights after dropout
-where the ones before belong. The variant starts from the gradients the module held
-before the backward under test and leaves the module as it found it (`rerun`); only the
-arrays that the slip changes are returned, as "<output>|<cause>".
+Each variant re-runs the part's backward on the reference's own modules with one slip: a
+child's backward skipped, the blocks in the forward order, the heads merged without their
+transpose, the weights after dropout where the ones before belong, a block's residual
+path dropped, the key or the value part of an attention's input left out. The children
+are whatever the run built (stand-ins in the grader's run, the package's own at `assignment
+make`): a variant calls their forward and backward only, and reads nothing a stand-in
+alone records. The variant starts from the gradients the module held before the backward
+under test and leaves the module as it found it (`rerun`); only the arrays that the slip
+changes are returned, as "<output>|<cause>".
 """
 
 import numpy as np
