@@ -1,0 +1,103 @@
+"""Issue 52, B: SIGTERM ends a command as Ctrl-C does (a line, its temporary files removed,
+exit 143); what a killed command leaves is removed at the next start; Ctrl-C while the
+command starts prints `interrupted` and exits 130, never a traceback.
+
+No test waits a fixed time: each waits for a state (a temporary file appears, NumPy is
+being loaded), with a generous deadline."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from doors import NT, nt, ok
+
+QUICK = ("--task", "reverse", "--quick", "--steps", "6", "--no-progress", "--no-figures")
+DEADLINE = 120                 # seconds to reach a state: generous, never a measurement
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "r"
+    ok(nt("train", *QUICK, "--out", out))
+    return out / "best.npz"
+
+
+def _start(args, **kwargs):
+    return subprocess.Popen([*NT, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _wait_for(found, process):
+    """Poll until found() is true (or the process ended); whether it was found."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end and process.poll() is None:
+        if found():
+            return True
+        time.sleep(0.005)
+    return found()
+
+
+def _temporaries(folder):
+    return [n for n in os.listdir(folder) if n.startswith(".tmp-")]
+
+
+def _long_translation(ckpt, folder):
+    """`translate` of many lines, one at a time, into folder/out.txt."""
+    (folder / "in.txt").write_text("abcdefgh\n" * 20000)
+    return _start(["translate", "--checkpoint", ckpt, "--input", folder / "in.txt",
+                   "--output", folder / "out.txt", "--batch-size", "1"])
+
+
+def test_sigterm_while_writing_says_terminated_and_leaves_no_temporary_file(ckpt, tmp_path):
+    process = _long_translation(ckpt, tmp_path)
+    assert _wait_for(lambda: _temporaries(tmp_path), process), process.communicate()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=DEADLINE)
+    assert process.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "terminated" and "Traceback" not in err, err
+    assert not _temporaries(tmp_path) and not (tmp_path / "out.txt").exists()
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(ckpt, tmp_path):
+    process = _long_translation(ckpt, tmp_path)
+    assert _wait_for(lambda: _temporaries(tmp_path), process), process.communicate()
+    process.kill()                                      # SIGKILL: no cleanup runs
+    process.communicate(timeout=DEADLINE)
+    left = _temporaries(tmp_path)
+    assert left and left[0].startswith(f".tmp-{process.pid}-")
+    ok(nt("translate", "--checkpoint", ckpt, "abc", "--output", tmp_path / "out.txt"))
+    assert not _temporaries(tmp_path)
+
+
+def _loading_numpy(pid):
+    """Whether NumPy's compiled core is mapped in process `pid` (it imports NumPy)."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            return "_multiarray_umath" in maps.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_ctrl_c_while_starting_says_interrupted_never_a_traceback(ckpt):
+    """SIGINT as soon as NumPy starts loading (the package's first import): wherever it
+    lands, during the imports or once the command reads its input, the outcome is one line
+    and exit 130. SIGINT is set to its default in the child (a background job ignores it)."""
+    process = _start(["translate", "--checkpoint", ckpt], stdin=subprocess.PIPE,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert _wait_for(lambda: _loading_numpy(process.pid), process)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=DEADLINE)      # closes its input after
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err, err
+
+
+def test_sigterm_while_starting_says_terminated(ckpt):
+    process = _start(["translate", "--checkpoint", ckpt], stdin=subprocess.PIPE)
+    assert _wait_for(lambda: _loading_numpy(process.pid), process)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=DEADLINE)
+    assert process.returncode in (143, -signal.SIGTERM), err   # before our handler: killed
+    assert "Traceback" not in err, err
