@@ -95,7 +95,9 @@ def make_trainer(args, settings, model, stream, ckpt, evaluate, best_metric, **w
     if ckpt is not None:          # the checkpoint's run state, with this session's command
         trainer.resume(ckpt)      # and clock (sessions.py)
     if getattr(args, "tensorboard", False) and trainer.rank == 0:   # before the folder is
-        trainer.callbacks.append(TensorBoardLog(settings["out"], trainer.step))   # claimed
+        trainer.callbacks.append(TensorBoardLog(                       # claimed
+            settings["out"], trainer.step, hparams=settings, metrics=[best_metric],
+            samples=partial(decoded_samples, written.get("tokenizers") or {}, evaluate)))
     if comm is None:
         trainer.claim_out()
         return trainer
@@ -108,6 +110,23 @@ def make_trainer(args, settings, model, stream, ckpt, evaluate, best_metric, **w
         print(f"data-parallel on {N} MPI ranks: each takes {share} of the {B} sequences of "
               f"every batch")
     return trainer
+
+
+def decoded_samples(tokenizers, evaluate, trainer, count=3):
+    """A few samples of the model as it is now, in markdown (the TensorBoard log's text at
+    each evaluation): a language model's continuation of a newline (seed 0); a translation
+    model's first held-out predictions, beside their sources and targets."""
+    from ..decoding import generate_text
+    if "text" in tokenizers:
+        text = generate_text(trainer.model, tokenizers["text"], "\n", 200, temperature=0.8,
+                             seed=0)
+        return "    " + text.replace("\n", "\n    ")         # a code block: the text as drawn
+    src, tgt = tokenizers["src"], tokenizers["tgt"]
+    cell = lambda text: text.replace("|", "\\|")
+    rows = [f"| {cell(src.decode(s))} | {cell(tgt.decode(t))} | {cell(tgt.decode(p))} |"
+            for (s, t), p in zip(evaluate.keywords["pairs"][:count],
+                                 (trainer.last_eval or {}).get("predictions", [])[:count])]
+    return "\n".join(["| source | target | prediction |", "| --- | --- | --- |", *rows])
 
 
 def train(args, settings, model, stream, ckpt, what, **options):

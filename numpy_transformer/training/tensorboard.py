@@ -9,7 +9,10 @@
 
 A history listener: called after every step (a Trainer callback), it writes the rows the
 history gained since it last looked (training: train/loss, train/lr, train/grad_norm,
-train/tokens_per_s; each evaluation: held_out/<metric>), each at its step. Rows reach the
+train/tokens_per_s; each evaluation: held_out/<metric>), each at its step. Given them, it
+also writes the run's settings (`hparams`: TensorBoard's HPARAMS tab, in the same event
+file, each session's) and, at each evaluation, a few decoded samples as text
+(`samples(trainer)`, markdown, under held_out/samples: the TEXT tab). Rows reach the
 history at log lines, evaluations and checkpoints on a GPU (host_sync.py), every step with
 NumPy; `close` writes the rest. A resumed run appends: its log starts after the step it
 resumed from (`start_step`), in a new event file of the same folder, which TensorBoard
@@ -27,11 +30,15 @@ INSTALL = ("pip install 'numpy_transformer[tensorboard]' "
 
 
 class TensorBoardLog:
-    """Writes a Trainer's history to OUT/tensorboard/ as TensorBoard scalars."""
+    """Writes a Trainer's history to OUT/tensorboard/ as TensorBoard scalars; with
+    `hparams` ({name: value}) the run's settings, with `samples` (samples(trainer) -> text)
+    a few decoded samples at each evaluation. `metrics`: the held-out metrics the HPARAMS
+    tab shows beside the settings."""
 
-    def __init__(self, out, start_step=0):
+    def __init__(self, out, start_step=0, *, hparams=None, samples=None, metrics=()):
         try:
             from tensorboardX import SummaryWriter
+            from tensorboardX.summary import hparams as hparams_summaries
         except ImportError:
             raise InputError(f"a TensorBoard log needs the tensorboardX package, which is "
                              f"not installed: {INSTALL}") from None
@@ -39,6 +46,11 @@ class TensorBoardLog:
         self.make_writer, self.writer = SummaryWriter, None
         self.start_step = start_step
         self.written = {"train": start_step, "eval": start_step}   # the last step written
+        self.hparams = hparams_summaries(
+            {k: v if isinstance(v, (bool, int, float, str)) else str(v)
+             for k, v in hparams.items() if v is not None},
+            {f"held_out/{m}": 0.0 for m in metrics}) if hparams else ()
+        self.samples = samples
 
     def __call__(self, trainer):
         """Write the history's rows after the last written step (a Trainer callback)."""
@@ -52,6 +64,9 @@ class TensorBoardLog:
                         self.writer_now().add_scalar(prefix + name, value, row["step"])
             if rows:
                 self.written[part] = rows[-1]["step"]
+            if rows and part == "eval" and self.samples is not None:
+                self.writer_now().add_text("held_out/samples", self.samples(trainer),
+                                           rows[-1]["step"])
 
     def writer_now(self):
         """The SummaryWriter, made at the first row (after the run folder was claimed)."""
@@ -62,6 +77,8 @@ class TensorBoardLog:
                         os.remove(os.path.join(self.folder, name))
             self.writer = self.make_writer(self.folder,     # apart from an earlier session's
                                            filename_suffix=f".from-step-{self.start_step}")
+            for summary in self.hparams:        # the experiment, its session's start and end
+                self.writer.file_writer.add_summary(summary)
         return self.writer
 
     def close(self, trainer=None):

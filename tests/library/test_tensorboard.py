@@ -89,3 +89,46 @@ def test_train_lm_tensorboard_without_the_package_is_one_error_line(tmp_path):
     error(done, 2, "tensorboardX", "numpy_transformer[tensorboard]",
           "pip install -e '.[tensorboard]'")                     # the clone's form too
     assert not (tmp_path / "runs" / "lm" / "last.npz").exists()
+
+
+def summaries(folder):
+    """(settings, texts) of the event files in `folder`: the HPARAMS tab's settings of each
+    session ({name: value}, one dict per file) and the TEXT tab's {tag: [(step, text)]}."""
+    from tensorboardX.proto import event_pb2, plugin_hparams_pb2
+    settings, texts = [], {}
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        data, i = path.read_bytes(), 0
+        while i < len(data):
+            n, = struct.unpack("<Q", data[i:i + 8])
+            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+            i += 12 + n + 4
+            for value in event.summary.value:
+                plugin = value.metadata.plugin_data
+                if plugin.plugin_name == "hparams" and value.tag.endswith("session_start_info"):
+                    info = plugin_hparams_pb2.HParamsPluginData.FromString(plugin.content)
+                    settings.append({name: getattr(v, v.WhichOneof("kind"))
+                                     for name, v in info.session_start_info.hparams.items()})
+                elif plugin.plugin_name == "text":
+                    texts.setdefault(value.tag, []).append(
+                        (event.step, value.tensor.string_val[0].decode()))
+    return settings, texts
+
+
+def test_the_log_holds_the_runs_settings_and_decoded_samples(tmp_path):
+    pytest.importorskip("tensorboardX")
+    quick = ["--quick", "--no-figures", "--no-progress", "--steps", "6", "--warmup", "1",
+             "--eval-every", "3", "--tensorboard"]
+    ok(nt("train", "--task", "copy", *quick, "--out", "r", cwd=tmp_path))
+    [settings], texts = summaries(tmp_path / "r" / "tensorboard")
+    assert settings["task"] == "copy" and settings["steps"] == 6 and settings["warmup"] == 1
+    assert settings["out"] == "r" and "lr" in settings and "d_model" in settings
+    shown = texts["held_out/samples/text_summary"]
+    assert [step for step, _ in shown] == [3, 6]
+    assert shown[-1][1].startswith("| source | target | prediction |\n| --- | --- | --- |\n| ")
+    assert shown[-1][1].count("\n") == 4                        # three held-out examples
+    (tmp_path / "t.txt").write_text("to be or not to be\n" * 40)
+    ok(nt("train-lm", "--text", "t.txt", *quick, "--out", "lm", cwd=tmp_path))
+    [settings], texts = summaries(tmp_path / "lm" / "tensorboard")
+    assert settings["text"].endswith("t.txt") and settings["steps"] == 6
+    [(step, sample)] = texts["held_out/samples/text_summary"][-1:]
+    assert step == 6 and sample.startswith("    \n    ") and len(sample) > 200
