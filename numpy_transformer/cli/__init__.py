@@ -111,7 +111,8 @@ def _report(err, parser=None, files=None, args=None):
     """Print one error line (two for a bug); return the exit status. An InputError naming a
     parameter (an OSError: one in backquotes) names the option of `parser` (the command's)
     that sets it instead, and the --config file its value came from (`files`: {dest: file});
-    an OS error about the value of an option (`args`) names the option."""
+    an OS error about the value of an option (`args`) names the option, and an error about
+    the model (`err.about`: "checkpoint") the option's file."""
     if isinstance(err, BrokenPipeError):             # the reader of our output went away
         silence_stdout()
         return EXIT_STATUS["closed output"]
@@ -120,6 +121,8 @@ def _report(err, parser=None, files=None, args=None):
         return 1
     if isinstance(err, InputError):              # data paths shown as typed (data_files.py)
         text = as_typed(with_files(option_names(_one_line(err), parser), parser, files))
+        if getattr(err, "about", None) and getattr(args, err.about, None):
+            text = f"{err.about} {getattr(args, err.about)}: {text}"   # decoding.NotFinite
         print(f"error: {text}", file=sys.stderr)
         return 2
     if isinstance(err, OSError):

@@ -1,10 +1,31 @@
-"""What every decoding method shares: dropout off while decoding, the KV cache to fill."""
+"""What every decoding method shares: dropout off while decoding, the KV cache to fill, and
+one error, not a stream of NumPy warnings, when the model's activations are not finite."""
 
 from contextlib import contextmanager
 
+import numpy as np
+
+from ..backend import xp
 from ..validation import check_bool, message
 from ..errors import InputError
 from ..kv_cache import KVCache
+
+
+class NotFinite(InputError):
+    """The model's activations overflowed while decoding (weights too large for its dtype):
+    nothing it decodes means anything. The command line names the checkpoint (`about`)."""
+    about = "checkpoint"
+
+
+def finite(call, *args, **kwargs):
+    """call(*args, **kwargs) (a model's encode, or a step's logits) with NumPy's overflow
+    warnings held back; NotFinite, said once, if a value it returns is NaN or infinite."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        values = call(*args, **kwargs)
+    if not bool(xp.isfinite(values).all()):
+        raise NotFinite(f"the model's activations are not finite while decoding (NaN or infinity: "
+                        f"its weights overflow {values.dtype}); it cannot decode")
+    return values
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from ..system.sizes import available_memory, format_bytes
 from ..validation import check_bool, check_ids, check_integer, message
 from ..errors import InputError, InputTypeError
 from ..layers.softmax import softmax
-from .common import eval_mode, start_cache
+from .common import eval_mode, finite, start_cache
 
 
 def _check_sample_args(model, prompt, max_new_tokens, temperature, top_k, top_p=None):
@@ -132,9 +132,10 @@ def _steps(model, out, max_new_tokens, drawing, rng, excluded, cache, eos_id=Non
     with eval_mode(model):
         for _ in range(max_new_tokens):
             if cache is None:
-                logits = model.forward(out)[:, -1]                               # (B, V)
+                logits = finite(lambda: model.forward(out)[:, -1])               # (B, V)
             else:
-                logits = model.forward(out[:, cache.length:], cache=cache)[:, -1]
+                logits = finite(lambda: model.forward(out[:, cache.length:],
+                                                      cache=cache)[:, -1])
             next_id = _draw(logits, excluded, *drawing, rng)                     # (B,)
             if eos_id is not None:
                 next_id = xp.where(done, pad_id, next_id)

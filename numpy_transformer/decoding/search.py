@@ -24,7 +24,7 @@ from ..errors import InputError, InputTypeError
 from ..layers.softmax import log_softmax
 from ..masks import make_causal_mask, make_padding_mask
 from ..system.sizes import check_fits
-from .common import eval_mode, start_cache
+from .common import eval_mode, finite, start_cache
 
 
 GREEDY_EXTRA, BEAM_EXTRA = 10, 50         # default limits: input length + these many tokens
@@ -100,12 +100,12 @@ def greedy_decode(model, src, max_len=None, *, bos_id=1, eos_id=2, use_cache=Tru
     pad_id, B = model.config.pad_id, src.shape[0]
     with eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
-        memory = model.encode(src, src_mask)                                     # (B, S, D)
+        memory = finite(model.encode, src, src_mask)                             # (B, S, D)
         cache = start_cache(use_cache, cache)
         out = xp.full((B, 1), bos_id, dtype=xp.int64)                            # (B, 1)
         done = xp.zeros(B, dtype=xp.bool_)                                       # (B,)
         for _ in range(steps):
-            logits = _next_logits(model, memory, src_mask, out, cache)           # (B, V)
+            logits = finite(_next_logits, model, memory, src_mask, out, cache)   # (B, V)
             logits[:, [pad_id, bos_id]] = -xp.inf
             next_id = xp.where(done, pad_id, logits.argmax(axis=-1))             # (B,)
             out = xp.concatenate([out, next_id[:, None]], axis=1)                # (B, t + 1)
@@ -175,7 +175,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
     _check_beam_memory(model, B * K, src.shape[1], steps)
     with eval_mode(model):
         src_mask = make_padding_mask(src, pad_id)                                # (B, 1, 1, S)
-        memory = xp.repeat(model.encode(src, src_mask), K, axis=0)               # (B*K, S, D)
+        memory = xp.repeat(finite(model.encode, src, src_mask), K, axis=0)       # (B*K, S, D)
         src_mask = xp.repeat(src_mask, K, axis=0)                                # (B*K, 1, 1, S)
         cache = start_cache(use_cache, cache)
         out = xp.full((B * K, 1), bos_id, dtype=xp.int64)                        # (B*K, 1)
@@ -184,7 +184,7 @@ def beam_search(model, src, beam_size=4, max_len=None, *, length_penalty=0.6, bo
         lengths = xp.zeros((B, K), dtype=xp.int64)
         finished = xp.zeros((B, K), dtype=xp.bool_)
         for _ in range(steps):
-            logits = _next_logits(model, memory, src_mask, out, cache)           # (B*K, V)
+            logits = finite(_next_logits, model, memory, src_mask, out, cache)   # (B*K, V)
             logits[:, [pad_id, bos_id]] = -xp.inf
             logp = log_softmax(logits).reshape(B, K, -1)                         # (B, K, V)
             beam, token, scores, lengths = _beam_step(logp, scores, lengths, finished,
