@@ -156,6 +156,10 @@ def test_html_says_what_the_site_lacks_here_and_still_builds(tmp_path):
     assert not (site / "mathjax").exists() and "MathJax in" not in said
     assert "https://cdnjs.cloudflare.com/ajax/libs/mathjax/" in \
         (site / "02_plain.html").read_text(encoding="utf-8")
+    index = (site / "index.html").read_text(encoding="utf-8")    # the index marks the page
+    assert index.count("Built without no_such_module_xyz") == 1, index
+    row = index[index.index("01_optional.html"):index.index("02_plain.html")]
+    assert "Built without no_such_module_xyz" in row and "pip install no_such_module_xyz" in row
 
 
 def test_html_names_a_lesson_that_fails_and_writes_no_page_for_it(tmp_path):

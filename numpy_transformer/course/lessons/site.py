@@ -44,11 +44,13 @@ class Lesson:
 
 @dataclass(frozen=True)
 class Page:
-    """A built page: its lesson, its file, how many figures it shows, how long it ran."""
+    """A built page: its lesson, its file, how many figures it shows, how long it ran, and
+    the optional modules it was built without (its cells that use them show as skipped)."""
     lesson: Lesson
     path: Path
     figures: int
     seconds: float
+    missing: tuple = ()
 
 
 def lessons_folder():
@@ -185,7 +187,8 @@ def build_site(lessons, out, *, timeout=600, report=None):
             continue
         seconds = time.perf_counter() - start
         notebook.metadata["title"] = lesson.title.replace("`", "")     # the page's <title>
-        page = Page(lesson, out / f"{lesson.name}.html", _figures(notebook), seconds)
+        page = Page(lesson, out / f"{lesson.name}.html", _figures(notebook), seconds,
+                    tuple(missing_modules(lesson.path)))
         _write(exporter, notebook, page.path, _nav(lessons, i))
         pages.append(page)
         if report:
@@ -256,8 +259,8 @@ def index_notebook(pages):
     """A one-cell notebook: the lessons as a table of links, with what each one teaches."""
     from nbformat.v4 import new_markdown_cell, new_notebook
     teaches = _descriptions(pages[0].lesson.path.parent / "README.md") if pages else {}
-    rows = [f"| [{p.lesson.title}]({p.path.name}) | {teaches.get(p.lesson.name, '')} | "
-            f"{p.figures} | {p.seconds:.0f} s |" for p in pages]
+    rows = [f"| [{p.lesson.title}]({p.path.name}) | {teaches.get(p.lesson.name, '')}"
+            f"{_without(p.missing)} | {p.figures} | {p.seconds:.0f} s |" for p in pages]
     text = "\n".join([
         "# numpy_transformer: the lessons\n",
         "Step-through lessons on the Transformer of *Attention Is All You Need*, built on the "
@@ -271,6 +274,15 @@ def index_notebook(pages):
     notebook = new_notebook(cells=[new_markdown_cell(text)])
     notebook.metadata["title"] = "numpy_transformer: the lessons"
     return notebook
+
+
+def _without(missing):
+    """The index's mark of a page built without its optional modules ('' when none)."""
+    if not missing:
+        return ""
+    one, install = len(missing) == 1, "; ".join(map(how_to_install, missing))
+    return (f" **Built without {' and '.join(missing)}: the cells that use "
+            f"{'it' if one else 'them'} show as skipped** ({install} to build it fully).")
 
 
 def _descriptions(readme):
