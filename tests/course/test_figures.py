@@ -51,3 +51,15 @@ def test_figures_by_default_leave_a_clone_s_committed_figures_alone(tmp_path):
     assert (tmp_path / "figures" / "positional_encoding.png").read_bytes() == b"committed"
     check_pngs(tmp_path / "runs" / "figures")
     assert "runs/figures/positional_encoding.png" in done.stdout
+
+
+def test_the_depth_figure_labels_its_log_axis_in_plain_numbers_at_both_ends():
+    import numpy as np
+    curves = {False: np.array([336.6, 900.0, 2030.5]), True: np.array([133.9, 300.0, 493.3])}
+    fig = figures.plot_gradient_norms(curves)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels == ["100", "200", "500", "1,000", "2,000", "5,000"], labels
+    assert not [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()]
+    assert ax.get_ylim() == (100, 5000)              # both ends labelled, the data inside

@@ -113,9 +113,26 @@ def plot_gradient_norms(curves, path=None):
     ax.set(yscale="log", xlabel="block (1 = next to the input)",
            ylabel="|parameter gradient| of the block",
            title=f"Gradients through a {len(norms)}-block encoder at initialisation")
+    plain_log_ticks(ax, np.concatenate([np.ravel(n) for n in curves.values()]))
     ax.grid(alpha=0.3)
     ax.legend()
     return save_figure(fig, path) if path else fig
+
+
+def plain_log_ticks(ax, values):
+    """A log y axis read as plain numbers: ticks at 1, 2, 5 x 10^k ('200', '1,000'), none
+    written as '2 x 10^2', the axis from the tick at or below the smallest value to the one
+    at or above the largest, so that both ends are labelled."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    low, high = float(np.min(values)), float(np.max(values))
+    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    nice = [m * 10.0**k for k in decades for m in (1, 2, 5)]
+    bottom, top = max(t for t in nice if t <= low), min(t for t in nice if t >= high)
+    ticks = [t for t in nice if bottom <= t <= top]
+    ax.set_ylim(ticks[0], ticks[-1])
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 # Lesson 5: KV-cache size.
