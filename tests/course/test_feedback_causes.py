@@ -18,6 +18,8 @@ the reference in this process (test_one_judgement.swapped: no copy, no sandbox):
 - no message gives a factor as a bare number, and none states a formula of its part
   (copies/formulas.py);
 - the decoder's memory gradient: a key part left out is named as the key part.
+The tests that grade the set are slow (15 s on two cores: CI's slow pass runs them); the
+diagnosis' own tests below them are not.
 """
 
 import re
@@ -76,6 +78,7 @@ def test_the_fresh_set_spans_every_part_and_says_its_causes():
     assert all(m.cause and all(isinstance(w, str) and w for w in m.cause) for m in FRESH)
 
 
+@pytest.mark.slow          # the fixture grades and checks 41 mistakes: 15 s
 def test_every_fresh_mistake_fails_its_part_in_the_grader_and_in_check(feedback):
     for mistake in FRESH:
         result, (verdict, _) = feedback[mistake.name]
@@ -83,18 +86,21 @@ def test_every_fresh_mistake_fails_its_part_in_the_grader_and_in_check(feedback)
         assert verdict == "fail", (mistake.name, verdict)
 
 
+@pytest.mark.slow          # the fixture grades and checks 41 mistakes: 15 s
 def test_the_grader_names_the_cause_of_the_fresh_mistakes(feedback):
     hits, missed = rate(feedback, 0)
     print(f"\ngrader: {len(hits)} of {len(FRESH)} named; not named: {missed}")
     assert len(hits) / len(FRESH) >= GOAL, missed
 
 
+@pytest.mark.slow          # the fixture grades and checks 41 mistakes: 15 s
 def test_check_names_the_cause_of_the_fresh_mistakes(feedback):
     hits, missed = rate(feedback, 1)
     print(f"\ncheck: {len(hits)} of {len(FRESH)} named; not named: {missed}")
     assert len(hits) / len(FRESH) >= GOAL, missed
 
 
+@pytest.mark.slow          # the fixture grades and checks 41 mistakes: 15 s
 def test_no_message_gives_a_bare_factor_or_a_formula(feedback):
     for mistake in FRESH:
         result, (_, said) = feedback[mistake.name]
@@ -108,6 +114,7 @@ def block_text(text):
     return text.split("decoder_pre_norm")[0]                 # the block's own check
 
 
+@pytest.mark.slow          # the fixture grades and checks 41 mistakes: 15 s
 def test_a_memory_gradient_without_its_key_part_is_named_so(feedback):
     result, (_, said) = feedback["decoder_memory_key_part_left_out"]
     for text in (block_text(failed_text(result)), block_text(said)):
@@ -115,6 +122,7 @@ def test_a_memory_gradient_without_its_key_part_is_named_so(feedback):
     assert "the key part of the memory gradient" in block_text(failed_text(result))
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="steps.known_slips computes the stacks' slips with "
                    "stand-ins only (STANDIN_SLIPS): known_slips_models.block_slips re-runs a "
                    "block through its real children too")
