@@ -135,6 +135,10 @@ def run_train(args):
     if status is not None:
         return status
     results = report(result, data, model, s)
+    if args.quick:                             # its WRONG rows are expected: say so
+        print(f"note: --quick is a smoke test ({s['steps']} steps of a small model): it checks "
+              f"that everything runs and is not expected to translate correctly; drop "
+              f"--quick for a real run")
     run.write_results(s, trainer, result, **results)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)

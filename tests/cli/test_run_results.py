@@ -171,3 +171,15 @@ def test_figures_all_redraws_the_curves_of_a_run_whose_folder_is_gone(runs, tmp_
     assert json.loads((figs / "shakespeare_lm.json").read_text()) == summary   # unchanged
     error(nt("figures", "--all", "--only", "dates", "--out", figs, "--runs",
              tmp_path / "no_runs", cwd=tmp_path), 2, "--all", "train --task dates")
+
+
+def test_a_quick_run_says_it_is_a_smoke_test(tmp_path):
+    out = ok(nt("train", "--task", "reverse", *QUICK, "--steps", "4", "--out", "r",
+                cwd=tmp_path))
+    lines = out.splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith("note: --quick is a smoke test")]
+    assert said and "not expected to translate correctly" in lines[said[0]], out
+    assert said[0] > max(i for i, line in enumerate(lines) if line.endswith(("WRONG", "ok")))
+    full = ok(nt("train", "--task", "reverse", "--no-figures", "--no-progress", "--steps", "4",
+                 "--out", "full", cwd=tmp_path))
+    assert "smoke test" not in full
