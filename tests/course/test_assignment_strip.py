@@ -8,10 +8,19 @@
   sentence in its place keeps its heading ("Table: derive it yourself").
 - An exercise's hint that states a formula names the part instead; a table row loses
   only the cell that states one.
+- A lesson's region or question may name several parts (lesson 4's residual backward
+  answers both stacks): a copy stubs or asks it when it stubs any of them, its stub naming
+  a part the copy assigns; a region of the package names one part (a graded body).
 """
 
-from numpy_transformer.course.copies.make import PACKAGE, make
-from numpy_transformer.course.copies.markers import Region
+import json
+
+import pytest
+
+
+from numpy_transformer.course.copies.make import PACKAGE, make, notebook_regions
+from numpy_transformer.course.copies.markers import (MarkerError, Region, find_regions,
+                                                     regions_in_source, stubbed_as)
 from numpy_transformer.course.parts import LESSONS
 from numpy_transformer.course.copies.strip import (strip_inline, strip_prose, strip_source,
                                                        where_hint)
@@ -88,3 +97,56 @@ def test_no_copy_shows_a_lessons_hidden_questions(tmp_path):
     make(tmp_path / "copy", parts=["linear"])
     assert not [book.name for book in (tmp_path / "copy" / "notebooks").glob("*.ipynb")
                 if "<!-- student" in book.read_text(encoding="utf-8")]
+
+
+TWO = """def block(dy):
+    # BEGIN SOLUTION encoder_stack decoder_stack
+    # HINT: both paths
+    dx = dy + 1
+    # END SOLUTION encoder_stack decoder_stack
+    return dx
+"""
+
+
+def test_a_lessons_region_may_name_several_parts_and_is_stubbed_for_any():
+    [region] = regions_in_source(TWO, "04_x.ipynb cell 11")
+    assert region.part == "encoder_stack" and region.parts == ("encoder_stack", "decoder_stack")
+    assert stubbed_as(region, ["linear"]) is None
+    assert stubbed_as(region, ["decoder_stack"]).parts == ("decoder_stack",)   # its stub's part
+    assert stubbed_as(region, ["decoder_stack", "encoder_stack"]).part == "encoder_stack"
+    exercise = regions_in_source(TWO.replace(" encoder_stack decoder_stack", ""))[0]
+    assert exercise.parts == () and stubbed_as(exercise, []) is exercise
+
+
+def test_a_package_region_names_one_part_and_a_lesson_only_known_ones(tmp_path):
+    (tmp_path / "layers").mkdir()
+    (tmp_path / "layers" / "block.py").write_text(TWO)
+    with pytest.raises(MarkerError, match="names parts encoder_stack, decoder_stack"):
+        find_regions(tmp_path)
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": TWO.replace("decoder_stack", "decoder")}
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "04_x.ipynb").write_text(json.dumps({"cells": [cell]}))
+    with pytest.raises(MarkerError, match="unknown part 'decoder'"):
+        notebook_regions(tmp_path / "books")
+
+
+def test_a_question_naming_two_parts_replaces_its_paragraph_for_either():
+    lines = ["In both, x feeds two paths and the two gradients add.",
+             "<!-- student encoder_stack decoder_stack: What becomes of the two gradients? -->"]
+    for parts in (["encoder_stack"], ["decoder_stack"]):
+        assert strip_prose(lines, parts) == ["What becomes of the two gradients?"]
+    assert strip_prose(lines, ["linear"]) == lines[:1]
+
+
+def test_a_copy_stubbing_only_the_decoder_stack_asks_lesson_4s_residual_backward(tmp_path):
+    """Lesson 4's residual backward (cell 11) and its paragraphs (cell 10) answer both
+    stacks: a copy that stubs only decoder_stack stubs and asks them too."""
+    make(tmp_path / "copy", parts=["decoder_stack"])
+    book = next((tmp_path / "copy" / "notebooks").glob("04_*.ipynb"))
+    cells = ["".join(c["source"]) for c in json.loads(book.read_text(encoding="utf-8"))["cells"]]
+    assert "exit_backward(dy)" not in cells[11] and "enter_backward(ffn" not in cells[11]
+    assert "[assignment part decoder_stack]" in cells[11]
+    assert "the two gradients **add**" not in cells[10]
+    assert "what becomes of their gradients?" in cells[10]
+    assert "Given $dy$, what is $dx$ in each" in cells[10]

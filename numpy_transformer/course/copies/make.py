@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 
 from .derivations import FOLDER as DERIVATIONS, write_templates
-from .markers import (MarkerError, find_regions, regions_in_source, stub_lines,
+from .markers import (MarkerError, find_regions, regions_in_source, stub_lines, stubbed_as,
                       write_region_bodies)
 from .installable import finish_copy
 from .strip import strip_copy, where_hint
@@ -97,8 +97,8 @@ def notebook_regions(notebooks):
             if cell.get("cell_type") != "code" or "SOLUTION" not in text:
                 continue
             for r in regions_in_source(text, f"{path.name} cell {index}"):
-                if r.part and r.part not in PARTS:
-                    raise MarkerError(f"{r.path}: region of unknown part {r.part!r}; "
+                for part in (p for p in r.parts if p not in PARTS):
+                    raise MarkerError(f"{r.path}: region of unknown part {part!r}; "
                                       f"valid parts: {', '.join(PARTS)}")
                 found.append((path, index, r))
     return found
@@ -123,7 +123,7 @@ def _stub_notebook(path, parts):
         text = "".join(source) if isinstance(source, list) else source
         if cell.get("cell_type") != "code" or "SOLUTION" not in text:
             continue
-        regions = [r for r in regions_in_source(text, path.name) if not r.part or r.part in parts]
+        regions = [s for r in regions_in_source(text, path.name) if (s := stubbed_as(r, parts))]
         lines = stub_lines(text.split("\n"), regions,
                            lambda r: where_hint(r, parts))
         cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]

@@ -9,8 +9,12 @@ A region is a run of lines between two one-line comments,
 
 inside one function (or a notebook cell). The name after BEGIN is the
 assignment part the region belongs to (a part may own several regions); a
-region without a name is a lesson exercise. In a student copy the lines
-between the markers become
+region without a name is a lesson exercise. A lesson's region may name several
+parts, `# BEGIN SOLUTION encoder_stack decoder_stack`, when its lines answer
+each of them: a copy stubs it when it stubs any of them (`stubbed_as`). A
+region of the package is a graded body, one part's: it names one
+(`find_regions` refuses more). In a student copy the lines between the markers
+become
 
     raise NotImplementedError("<function>: <hint> [assignment part <part>]")
 
@@ -22,14 +26,14 @@ layer's gradient check, a model) which part of the assignment it needs.
 import ast
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...errors import InputError
 from ...system.files import read_regular
 
-BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+))?[ \t]*$")
-END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+))?[ \t]*$")
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?: (?P<name>\w+(?: \w+)*))?[ \t]*$")
+END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION(?: (?P<name>\w+(?: \w+)*))?[ \t]*$")
 HINT = re.compile(r"^[ \t]*# HINT: (?P<hint>.+?)[ \t]*$")
 
 
@@ -46,6 +50,12 @@ class Region:
     indent: str     # the markers' indentation
     hint: str       # the HINT text, or "" when there is none
     qualname: str   # the enclosing function, e.g. "Linear.backward" ("" outside any)
+    others: tuple = ()   # a lesson's region naming several parts: the names after the first
+
+    @property
+    def parts(self):
+        """Every part the region names (none for a lesson's exercise)."""
+        return (self.part, *self.others) if self.part else ()
 
     @property
     def module(self):
@@ -58,7 +68,8 @@ class Region:
 
 
 def parse_regions(lines, path="<source>"):
-    """[(part, begin, end, indent, hint)] for the marker lines in `lines`; raises MarkerError."""
+    """[(part, begin, end, indent, hint)] for the marker lines in `lines` (part: the BEGIN
+    line's names, "encoder_stack decoder_stack" for two); raises MarkerError."""
     regions, open_ = [], None
     for i, line in enumerate(lines):
         begin, end = BEGIN.match(line), END.match(line)
@@ -115,7 +126,7 @@ def regions_in_source(text, path="<source>"):
     except SyntaxError:                   # e.g. a notebook cell with IPython magics
         functions = []
     regions = []
-    for part, begin, end, indent, hint in found:
+    for names, begin, end, indent, hint in found:
         # The END comment may follow the function's last statement (comments are not
         # in the syntax tree), so compare the region's last line of code instead.
         code = [i + 1 for i in range(begin, end)
@@ -123,12 +134,14 @@ def regions_in_source(text, path="<source>"):
         inside = [(first, name) for name, first, last in functions
                   if first < begin + 1 and code[-1] <= last]
         qualname = max(inside)[1] if inside else ""          # the innermost function
-        regions.append(Region(part, path, begin, end, indent, hint, qualname))
+        part, *others = names.split() or [""]
+        regions.append(Region(part, path, begin, end, indent, hint, qualname, tuple(others)))
     return regions
 
 
 def find_regions(root, files=None):
-    """Every solution region in the .py files under `root` (sorted by file and line)."""
+    """Every solution region in the .py files under `root` (sorted by file and line); a
+    MarkerError for one naming several parts (a graded body is one part's)."""
     root = Path(root)
     paths = files if files is not None else sorted(root.rglob("*.py"))
     regions = []
@@ -136,7 +149,22 @@ def find_regions(root, files=None):
         text = read_regular(path, str(path)).decode("utf-8")   # a student's: no FIFO
         if "SOLUTION" in text:
             regions += regions_in_source(text, Path(path).relative_to(root).as_posix())
+    for r in regions:
+        if r.others:
+            raise MarkerError(f"{r.where}: names parts {', '.join(r.parts)}; a region of the "
+                              "package is one part's graded body (only a lesson's may name "
+                              "several)")
     return regions
+
+
+def stubbed_as(region, parts):
+    """The region as a copy stubbing `parts` stubs it, or None when the copy keeps it: a
+    lesson's exercise always; a region naming parts when it names one of `parts`, as the
+    first of them (its stub's message names a part the copy assigns)."""
+    if not region.part:
+        return region
+    mine = [p for p in region.parts if p in parts]
+    return replace(region, part=mine[0], others=()) if mine else None
 
 
 def stub_lines(lines, regions, hint=None):

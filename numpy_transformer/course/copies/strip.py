@@ -12,7 +12,8 @@ A lesson's paragraph that states a formula may carry its student copy's question
 `<!-- student: What does ...? -->` inside the paragraph (hidden when the reference is
 rendered): the copy asks it where the paragraph was. One naming a part (`<!-- student
 embedding: ... -->`) replaces its paragraph whenever the part is stubbed, formula or not (a
-paragraph that says how, in words the key formulas do not cover).
+paragraph that says how, in words the key formulas do not cover); one naming several
+(`<!-- student encoder_stack decoder_stack: ... -->`), whenever any of them is.
 
 A docstring is cut into blocks: a line at the docstring's own indentation that starts
 like a heading ("Backward:", "Saved:", "Input: with g = ...") or follows a blank line
@@ -32,7 +33,7 @@ from ..parts import LESSONS
 HEADING = re.compile(r"^[A-Z][\w ,'()/-]*[:.](\s|$)")
 COMMENT = re.compile(r"\s*#[^\"']*$")
 LIST_ITEM = re.compile(r"^\s*([-*]|\d+\.) ")
-STUDENT = re.compile(r"^\s*<!-- student(?: (\w+))?:\s?(.*?)\s*-->\s*$")   # a copy's question
+STUDENT = re.compile(r"^\s*<!-- student((?: \w+)*):\s?(.*?)\s*-->\s*$")   # a copy's question
 UPDATES = ("adam", "adamw")           # parts that are an update, not a backward
 # A part's fast forms, (file, function, its plain call): named drop-ins that compute the
 # part's answer another way, for training. A copy that stubs the part holds none of them.
@@ -177,7 +178,8 @@ def strip_prose(lines, parts):
     for block in prose_blocks(lines):
         asks = [STUDENT.match(lines[i]) for i in block]
         text = " ".join(lines[i] for i, ask in zip(block, asks) if not ask)
-        named = [ask.group(1) for ask in asks if ask and ask.group(1) in parts]
+        named = list(dict.fromkeys(p for ask in asks if ask for p in ask.group(1).split()
+                                   if p in parts))
         hit = formula_hits(text, parts) or named
         if hit:
             item = LIST_ITEM.match(lines[block[0]])
