@@ -12,7 +12,7 @@ bug, and every axis its own size so that a swapped axis fails.
 Tolerances: float64 central differences (`gradcheck`, fourth order). Layers
 pass at 1e-7 and reach ~1e-9. Attention uses eps = 1e-3: at 1e-4 its stacked
 rounding leaves ~3e-11 of noise on coordinates whose true gradient is 0
-(w_k.bias: softmax ignores a constant added to a row), at 1e-3 a correct
+(w_k.bias: lesson 3 asks why it is 0), at 1e-3 a correct
 backward still agrees to ~1e-9. Latent attention has more curvature (a rank-3
 bottleneck): eps = 3e-4. Stacks and models are checked on sampled coordinates.
 """

@@ -65,7 +65,10 @@ def log_softmax(x, axis=-1):
 
 
 def log_softmax_backward(dz, z, axis=-1):
-    """dx = dz - softmax(x) * sum(dz) for z = log_softmax(x)."""
+    """dx, dz's shape, for z = log_softmax(x) along `axis`: from dz and z alone.
+
+    Backward: dx = dz - softmax(x) * sum(dz), with softmax(x) = exp(z).
+    """
     return dz - xp.exp(z) * dz.sum(axis=axis, keepdims=True)
 
 

@@ -341,6 +341,31 @@ AROUND = [
      '        return dx + r * xhat * (dy * self.params["gamma"] * xhat).mean(axis=-1, '
      'keepdims=True)   # BUG: the term through sigma is gone'),
 ]
+# The rest of item 5: log-softmax's backward (one step from softmax's answer, dz = dp p, and
+# from cross-entropy's, dz = -q) and the key bias's zero gradient (softmax ignores a constant
+# added to a row: lesson 3's question, part multihead_attention), in the docstrings, lessons
+# and the grader's text a copy carries. Two sentences wrapped over two lines are quoted joined.
+REST = [
+    ("numpy_transformer/layers/softmax.py", "softmax",
+     "Backward: dx = dz - softmax(x) * sum_j dz_j."),
+    ("numpy_transformer/layers/softmax.py", "cross_entropy",
+     "Backward: dx = dz - softmax(x) * sum_j dz_j."),
+    ("numpy_transformer/layers/softmax.py", "cross_entropy",
+     "    dx = dz - softmax(x) * sum(dz) for z = log_softmax(x)."),
+    ("numpy_transformer/layers/attention.py", "multihead_attention",
+     "    Note: b_k adds q . b_k to a whole row of scores, which softmax ignores, so its"),
+    ("numpy_transformer/gradcheck_cases.py", "multihead_attention",
+     "(w_k.bias: softmax ignores a constant added to a row), at 1e-3 a correct"),
+    ("numpy_transformer/course/grading/judgement.py", "multihead_attention",
+     "arithmetic comes out as rounding noise: the gradient of the key projection's bias in "
+     "multi-head attention (a softmax ignores a shift of its row, so the sum of dK over the"),
+    ("notebooks/15_data_parallel_by_hand.ipynb cell 10", "multihead_attention",
+     "exactly 0 (adding $b_k$ shifts a whole row of scores, which softmax ignores: lesson 3), "
+     "so both runs hand"),
+    ("notebooks/03_multi_head_attention_backward.ipynb cell 14", "multihead_attention",
+     r"the gradient: it is zero up to rounding. The key bias adds $Q_i\cdot b_k$ to *every* "
+     r"score of row $i$ — the same number for all keys — and softmax ignores a constant added to"),
+]
 
 
 def notebook(path, cells):
@@ -371,7 +396,7 @@ def plant_quoted(root, quoted):
     return where
 
 
-@pytest.mark.parametrize("quoted", [QUOTED, AROUND], ids=["quoted", "around"])
+@pytest.mark.parametrize("quoted", [QUOTED, AROUND, REST], ids=["quoted", "around", "rest"])
 def test_the_reader_finds_every_line_testers_quoted(tmp_path, quoted):
     """Each line, put back in a file of its kind, is found by the scan of a copy, with the
     part whose answer it gives (those of residual.py, also decoder_stack's)."""
@@ -442,3 +467,31 @@ def test_the_quoted_places_now_ask_instead(student_copy):
     layers = student_copy / "numpy_transformer" / "layers"
     assert "exit_backward(dy) gives the gradients of x" in (layers / "residual.py").read_text()
     assert "Same as `xp.add.at(a, index, values)`" in (layers / "fast.py").read_text()
+
+
+def test_the_rest_now_asks_in_every_copy_that_stubs_its_part(tmp_path, student_copy):
+    """No copy stubbing a part of REST says what its lines said (their tell: log-softmax's
+    backward, "softmax ignores" the key bias's shift): the reference says it no more
+    (gradcheck_cases.py, judgement.py and lesson 15 name lesson 3's question) or the copy
+    strips the block (softmax.py's Backward lines, MultiHeadAttention's Note, lesson 3's
+    section 4, which asks instead)."""
+    tells = {"softmax": "dz - softmax(x)", "cross_entropy": "dz - softmax(x)",
+             "multihead_attention": "softmax ignores"}
+    assert {part for _, part, _ in REST} == set(tells)
+    assert all(tells[part] in line for _, part, line in REST)
+    for part, tell in tells.items():
+        make(tmp_path / part, parts=[part])
+        for copy in (tmp_path / part, student_copy):
+            held = [(path.relative_to(copy).as_posix(), line.strip())
+                    for path in sorted(Path(copy).rglob("*")) if path.is_file()
+                    for line in text_lines(path) if tell in line]
+            assert not held, (part, held)
+    attention = (tmp_path / "multihead_attention" / "numpy_transformer" / "layers" /
+                 "attention.py").read_text(encoding="utf-8")
+    assert "b_k adds q . b_k" not in attention and "Backward: derive it yourself" in attention
+    book = next((tmp_path / "multihead_attention" / "notebooks").glob("03_*.ipynb"))
+    section = "".join(json.loads(book.read_text(encoding="utf-8"))["cells"][14]["source"])
+    assert "what does softmax do with a constant added to a row" in section
+    softmax = (tmp_path / "cross_entropy" / "numpy_transformer" / "layers" /
+               "softmax.py").read_text(encoding="utf-8")
+    assert "dx = dz -" not in softmax and "dx, dz's shape, for z = log_softmax(x)" in softmax

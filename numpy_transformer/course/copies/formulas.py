@@ -26,6 +26,10 @@ from ..parts import LESSONS, PARTS
 # teacher's copy keeps them. RESIDUAL: a block's backward through its residual
 # connections (SublayerConnection's two halves and the sublayer's backward between them,
 # the two paths added), both stacks' answer.
+# LOG_SOFTMAX: log-softmax's backward, dx = dz - p sum(dz), one step from both softmax's
+# answer (dz = dp p) and cross-entropy's (dz = -q). The key bias's gradient is 0 because
+# softmax ignores a constant added to a row: lesson 3's question (multihead_attention).
+LOG_SOFTMAX = ("dz - p sum dz",)
 RESIDUAL = ("df = exit_backward", "+ enter_backward", "dh = sublayer backward", "dx = dz +",
             "dx = dy + ln|norm", "{sublayer backward enter_backward +}")
 FORMULAS = {
@@ -34,14 +38,15 @@ FORMULAS = {
                   "{dgamma sum xhat}", "{dbeta sum dy}", "dxhat_j/dx_k"),
     "softmax": ("p (dp - sum", "dp - sum(dp p)", "A (dA - rowsum", "diag(p) - p p^T",
                 "p_i (delta_ij - p_j)", "{jacobian diag p}", "diag(p) - outer(p",
-                "p (dp - p dp)"),
+                "p (dp - p dp)", *LOG_SOFTMAX),
     "gelu": ("=1 - t^2", "1 - tanh^2", "sech^2", "3 * 0.044715 x^2", "0.134145",
              "1 + 3 A x^2", "0.5 (1 + t) + 0.5 x"),
     "dropout": ("dy * m / (1 - p)", "dy * m * scale", "dx = dy * mask", "x * m / (1 - p)",
                 "dy / (1 - p)", "{dy mask keep}"),
     "attention": ("A^T dO", "dO V^T", "dq = dS K", "dS^T Q", "dk = Q^T dS"),
     "multihead_attention": ("dQ W_q^T", "dK W_k^T", "dV W_v^T",
-                            "w_o split attention merge", "{merge heads transpose}"),
+                            "w_o split attention merge", "{merge heads transpose}",
+                            "{k bias|b softmax ignores|ignore|invariant}"),
     "mla": ("dK W_k_decompress^T", "dV W_v_decompress^T", "dc W_kv_compress^T",
             "dK w_k_decompress + dV w_v_decompress", "{dc w_k_decompress w_v_decompress}",
             "dc = dK", "{dc dk dv transp}", "sum k^T dc",
@@ -57,7 +62,7 @@ FORMULAS = {
                             "dx = Dropout backward", "{pe|positional|table dropout "
                             "backward|dx|gradient constant|only|just}"),
     "cross_entropy": ("p - onehot", "dlogits = p - q", "= p - q", "(p - q) / N", "p_k - q_k",
-                      "dloss * (p - q)", "p - 1 target|targets|correct"),
+                      "dloss * (p - q)", "p - 1 target|targets|correct", *LOG_SOFTMAX),
     "adam": ("1 - b1^t", "1 - b2^t", "b1 m + (1 - b1) g", "b2 v + (1 - b2) g^2",
              "m_hat / (sqrt(v_hat) + eps)", "g + wd p|w", "g_t <- g_t + wd", "adds wd p to g",
              "/ (1 - beta|beta1|beta2 ^ t)"),

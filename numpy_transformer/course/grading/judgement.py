@@ -16,8 +16,8 @@ Why the floor. Any two correct ways of writing a backward round differently, by 
 few float64 epsilons of the values that went into each sum. Most arrays are as large
 as those values, and the relative error is ~1e-16. But an array that is zero in exact
 arithmetic comes out as rounding noise: the gradient of the key projection's bias in
-multi-head attention (a softmax ignores a shift of its row, so the sum of dK over the
-keys cancels), 1e-15 to 1e-19, its digits different for every order of the products.
+multi-head attention (0 whatever the inputs, lesson 3 asks why), 1e-15 to 1e-19,
+its digits different for every order of the products.
 Measured by itself that noise is off by 100%. Measured against T it is small: the
 correct alternatives of tests/course/test_one_judgement.py leave at most 2.4e-15 of
 noise where T is 21 (1.1e-16 T); with the floor at 1e-2 T that is err 1.2e-14, 80
