@@ -107,6 +107,22 @@ def stdout_flushed(status):
     return status
 
 
+def _diverged_advice(err, args):
+    """' Continue ...: COMMAND', the command that resumes a diverged run from its last good
+    checkpoint with half its --lr (a resume takes a new --lr, --warmup, --clip-norm), or
+    that starts it again; '' when there is no rate to halve."""
+    from .resuming import COMMANDS, continue_command
+    lr, kinds = getattr(err, "lr", None), {v: k for k, v in COMMANDS.items()}
+    kind = kinds.get(getattr(args, "command", None))
+    if not lr or kind is None:
+        return ""
+    if getattr(err, "checkpoint", None):
+        return (f" Continue from it with a smaller rate: "
+                f"{continue_command(kind, err.checkpoint, '--lr', f'{lr / 2:g}')}")
+    return f" Start it again with a smaller rate: the same command with --lr {lr / 2:g} " \
+        f"--overwrite"
+
+
 def _report(err, parser=None, files=None, args=None):
     """Print one error line (two for a bug); return the exit status. An InputError naming a
     parameter (an OSError: one in backquotes) names the option of `parser` (the command's)
@@ -116,8 +132,9 @@ def _report(err, parser=None, files=None, args=None):
     if isinstance(err, BrokenPipeError):             # the reader of our output went away
         silence_stdout()
         return EXIT_STATUS["closed output"]
-    if isinstance(err, TrainingDiverged):
-        print(f"error: {as_typed(_one_line(err))}", file=sys.stderr)
+    if isinstance(err, TrainingDiverged):            # options named as typed: `lr` -> --lr
+        text = option_names(_one_line(err), parser)
+        print(f"error: {as_typed(text)}{_diverged_advice(err, args)}", file=sys.stderr)
         return 1
     if isinstance(err, InputError):              # data paths shown as typed (data_files.py)
         text = as_typed(with_files(option_names(_one_line(err), parser), parser, files))

@@ -3,7 +3,9 @@
 A resumed run takes the settings saved in its checkpoint, so `--resume CKPT` alone
 continues any run. Of the options given with it, the RESUMABLE ones change the run, and
 so do data files given anew where they moved (each checked against its recorded digest:
-data_files.py); the others are ignored, with a note. An average of checkpoints, a run of
+data_files.py); the others are ignored, with a note. The RATES (`--lr`, `--warmup`,
+`--clip-norm`) change it too, with a note that says so: a run that diverged continues from
+its last good checkpoint with a smaller rate, as its error advises. An average of checkpoints, a run of
 the other command and a finished run are refused, each with the command to type instead:
 `continue_command`, also said when a run stops early.
 """
@@ -21,6 +23,7 @@ from .data_files import FILES, find_data
 
 RESUMABLE = ("steps", "out", "figures", "eval_every", "checkpoint_every", "log_every",
              "keep_last")
+RATES = ("lr", "warmup", "clip_norm")        # taken too, said in a note
 COMMANDS = {"seq2seq": "train", "lm": "train-lm"}
 
 
@@ -34,13 +37,19 @@ def resumed_settings(args, kind, names, explicit):
                                  f"continue it with: {continue_command(found, args.resume)}"))
     refuse_average(args.resume, ckpt, kind)
     saved = saved_settings(ckpt, args.resume)
-    ignored = sorted(k for k in explicit if k not in RESUMABLE + FILES
+    ignored = sorted(k for k in explicit if k not in RESUMABLE + RATES + FILES
                      and explicit[k] != saved.get(k))
+    files = sources(args)               # a value from a --config file is named with it
     if ignored:
-        files = sources(args)           # a value from a --config file is named with it
         print(f"note: resuming with the checkpoint's settings; ignoring "
               f"{', '.join(ignored_option(k, files) for k in ignored)}")
-    kept = {k: v for k, v in explicit.items() if k in RESUMABLE}
+    changed = [k for k in RATES if k in explicit and explicit[k] != saved.get(k)]
+    if changed:
+        print("note: resuming with a new " + ", ".join(
+            f"{ignored_option(k, files)} {explicit[k]:g} (was {saved.get(k)})"
+            if explicit[k] is not None else f"{ignored_option(k, files)} off"
+            for k in changed) + "; the weights and the optimizer's state are kept")
+    kept = {k: v for k, v in explicit.items() if k in RESUMABLE + RATES}
     settings = {**saved, "out": os.path.dirname(args.resume) or ".", **kept}   # as typed
     step = int(ckpt.metadata.get("step", 0))
     if step >= settings["steps"] and "steps" in kept:     # not "finished (step 194 of 50)"

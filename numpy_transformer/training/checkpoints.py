@@ -27,7 +27,8 @@ The Trainer calls
                             good checkpoint
     save_history(history)   out/history.json alone (a run that diverged)
     resumed(path, step)     the run continues from the checkpoint `path` of `step`
-    diverged(step, what)    the TrainingDiverged to raise, naming the last good checkpoint
+    diverged(step, what, config)  the TrainingDiverged to raise, naming the last good
+                            checkpoint and what to change
     release()               unlock `out` (fit() does, when it returns)
 
 and reads `last`: (path, step) of the last good last.npz, or None. With out=None it
@@ -100,7 +101,8 @@ class Checkpointer:
             return None
         model = trainer.model
         if not all(bool(xp.isfinite(p).all()) for _, p, _ in model.named_parameters()):
-            raise self.diverged(trainer.state.step, "a weight became NaN or infinite")
+            raise self.diverged(trainer.state.step, "a weight became NaN or infinite",
+                                trainer.config)
         path, metadata = os.path.join(self.out, name), self.saved_metadata(trainer)
         with self._writing(path):
             save_checkpoint(path, model, trainer.optimizer, **metadata)
@@ -144,12 +146,19 @@ class Checkpointer:
         path, step = self.last
         return f"the last good checkpoint is {path} (step {step})"
 
-    def diverged(self, step, what):
+    def diverged(self, step, what, config=None):
         """TrainingDiverged: the run stopped at `step` because of `what`; it names the last
-        good checkpoint."""
-        return TrainingDiverged(f"training stopped at step {step}: {what}; {self.kept()}. Try "
-                                "a smaller `lr`, a longer `warmup` or gradient clipping "
-                                "(`clip_norm`).")
+        good checkpoint (its attribute `checkpoint`, None if none) and what to change of the
+        TrainConfig `config` (its `lr` the attribute `lr`): a smaller clip_norm where
+        clipping is on already."""
+        clip = getattr(config, "clip_norm", None)
+        clipping = f"a smaller `clip_norm` (now {clip:g})" if clip else \
+            "gradient clipping (`clip_norm`)"
+        err = TrainingDiverged(f"training stopped at step {step}: {what}; {self.kept()}. Try "
+                               f"a smaller `lr`, a longer `warmup` or {clipping}.")
+        err.checkpoint = self.last[0] if self.last else None
+        err.lr = getattr(config, "lr", None)
+        return err
 
     def saved_metadata(self, trainer):
         """What a checkpoint keeps besides weights and optimizer: enough to resume exactly."""

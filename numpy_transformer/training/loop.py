@@ -91,18 +91,21 @@ class Trainer:
 
     def train_step(self):
         """One update: (loss, lr used, tokens in the batch, gradient norm or None), the loss
-        and norm 0-d arrays of backend.xp on every backend (host_sync.py reads them)."""
-        inputs, targets, ntokens = self.stream.next_batch()                  # batch
-        self.optimizer.zero_grad()
-        loss, weight = self.forward_backward(inputs, targets, ntokens)       # forward, backward
-        loss, stop = self.gradient_sync.all_reduce(self.model, loss, weight,
-                                                   self.stop_requested)      # sync
-        self.stop_reason = stop or self.stop_reason  # agreed: all ranks stop after this step
-        norm = self.clip()                                                   # clip
-        problem = self.host_sync.check(loss, norm)
-        if problem:
-            raise self.checkpointer.diverged(self.state.step + 1, problem)
-        lr = self.update()                                                   # step
+        and norm 0-d arrays of backend.xp on every backend (host_sync.py reads them). NumPy's
+        overflow warnings are held back: a loss or norm that is not finite is said once, as
+        the run's TrainingDiverged."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            inputs, targets, ntokens = self.stream.next_batch()              # batch
+            self.optimizer.zero_grad()
+            loss, weight = self.forward_backward(inputs, targets, ntokens)   # forward, backward
+            loss, stop = self.gradient_sync.all_reduce(self.model, loss, weight,
+                                                       self.stop_requested)  # sync
+            self.stop_reason = stop or self.stop_reason  # agreed: all ranks stop after it
+            norm = self.clip()                                               # clip
+            problem = self.host_sync.check(loss, norm)
+            if problem:
+                raise self.checkpointer.diverged(self.state.step + 1, problem, self.config)
+            lr = self.update()                                               # step
         return loss, lr, ntokens, norm
 
     def forward_backward(self, inputs, targets, ntokens=None):
@@ -223,7 +226,7 @@ class Trainer:
         for row in self.host_sync.flush():
             problem = non_finite(row)
             if problem:
-                raise self.checkpointer.diverged(row["step"], problem)
+                raise self.checkpointer.diverged(row["step"], problem, self.config)
             self.state.history.log_step(row["step"], row["loss"], row["lr"], row["tokens_per_s"],
                                   row.get("norm"))
             self.progress.record(row["loss"], row["tokens_per_s"], self.config.log_every)

@@ -190,10 +190,10 @@ def test_a_value_from_a_file_is_named_with_the_file_in_errors_and_notes(tmp_path
           cwd=tmp_path))
     write(tmp_path, "d-model = 16\n", "wide.toml")
     out = ok(nt("train", "--resume", "a/last.npz", "--steps", "6", "--config", "wide.toml",
-                "--lr", "0.5", cwd=tmp_path))
+                "--dropout", "0.5", cwd=tmp_path))
     note = next(line for line in out.splitlines() if line.startswith("note: resuming"))
-    names(note, "--d-model", "wide.toml", "--lr")
-    assert "--lr (from" not in note                 # typed here: no file to name
+    names(note, "--d-model", "wide.toml", "--dropout")
+    assert "--dropout (from" not in note            # typed here: no file to name
 
 
 def test_a_files_warmup_scales_with_a_typed_steps_as_the_tasks_own(monkeypatch):
