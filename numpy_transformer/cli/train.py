@@ -142,7 +142,7 @@ def run_train(args):
     run.write_results(s, trainer, result, **results)
     figures = run.draw_figures(args, s, trainer, example=_example(trainer, data),
                                src_tokenizer=data.src_tok, tgt_tokenizer=data.tgt_tok)
-    text = data.src_tok.decode(data.val[0][0]) if data.val else "hello"
+    text = _pasteable_source(data)
     run.print_ending(s, figures, f"python -m numpy_transformer translate --checkpoint "
                      f"{shlex.quote(s['out'] + '/best.npz')} {shlex.quote(text)}", trainer)
     return 0
@@ -206,6 +206,17 @@ def show_examples(data, predictions, count=5):
     for src, tgt, pred, right in rows:
         print(f"  source:     {src}\n  target:     {tgt}\n"
               f"  prediction: {pred}   ({'exact' if right else 'differs'})\n")
+
+
+def _pasteable_source(data, tries=200):
+    """A held-out source for the closing `next:` command that runs clean as printed: the
+    first of `tries` whose symbols are all in the vocabulary (an <unk> pasted back is warned
+    of), else a training source, else the first held-out one."""
+    tok = data.src_tok
+    sources = [tok.decode(src) for src, _ in (data.val or [])[:tries]]
+    sources += [tok.decode(src) for src, _ in (data.train or [])[:tries]]
+    clean = (text for text in sources if text.strip() and not tok.unknown_symbols([text]))
+    return next(clean, sources[0] if sources else "hello")
 
 
 def _example(trainer, data):
