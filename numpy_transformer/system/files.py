@@ -253,9 +253,12 @@ def name_standard_output():
         raw = _StandardOutput(old.fileno(), "w", closefd=False)
     except (AttributeError, OSError, ValueError):        # no real standard output
         return
-    old.flush()
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding,
-                                  errors=old.errors, line_buffering=old.line_buffering)
+    old.flush()                                       # buffered as it was (python -u)
+    binary = raw if isinstance(getattr(old, "buffer", None), io.RawIOBase) \
+        else io.BufferedWriter(raw)
+    sys.stdout = io.TextIOWrapper(binary, encoding=old.encoding, errors=old.errors,
+                                  line_buffering=old.line_buffering,
+                                  write_through=getattr(old, "write_through", False))
 
 
 def _standard_output(mode):
