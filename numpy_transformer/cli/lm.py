@@ -122,9 +122,18 @@ def run_train_lm(args):
                       held_out_characters=len(val_ids), sample=sample)
     figures = run.draw_figures(args, s, trainer, unit="character")
     run.print_ending(s, figures, f"python -m numpy_transformer generate --checkpoint "
-                     f"{shlex.quote(s['out'] + '/best.npz')} --prompt {shlex.quote('ROMEO:')}",
-                     trainer)
+                     f"{shlex.quote(s['out'] + '/best.npz')} --prompt "
+                     f"{shlex.quote(_pasteable_prompt(tok, stream.ids))}", trainer)
     return 0
+
+
+def _pasteable_prompt(tok, ids):
+    """The prompt of the closing `next:` command, which runs clean as printed: ROMEO: where
+    the text has those characters (Shakespeare), else the start of the text's first line."""
+    if not tok.unknown_symbols(["ROMEO:"]):
+        return "ROMEO:"
+    lines = tok.decode([int(i) for i in ids[:200]]).strip().splitlines()
+    return lines[0][:20] if lines else "ROMEO:"
 
 
 def _saved_tokenizer(ckpt, text):

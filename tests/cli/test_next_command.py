@@ -21,3 +21,15 @@ def test_the_next_command_after_a_word_level_run_runs_clean(tmp_path):
     done = nt(*argv[3:], cwd=tmp_path)
     ok(done)
     assert "warning" not in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_the_next_command_after_a_text_without_romeo_runs_clean(tmp_path):
+    (tmp_path / "low.txt").write_text("to be or not to be, that is the question.\n" * 40)
+    out = ok(nt("train-lm", "--text", "low.txt", "--quick", "--steps", "2", "--no-figures",
+                "--out", "run", cwd=tmp_path))
+    command = next(line for line in out.splitlines() if line.startswith("next:  "))
+    argv = shlex.split(command[len("next:  "):])
+    assert argv[3:5] == ["generate", "--checkpoint"] and "ROMEO" not in command, command
+    done = nt(*argv[3:], "--max-new-tokens", "5", cwd=tmp_path)
+    ok(done)
+    assert "warning" not in done.stdout + done.stderr, done.stdout + done.stderr
