@@ -344,7 +344,8 @@ AROUND = [
 # The rest of item 5: log-softmax's backward (one step from softmax's answer, dz = dp p, and
 # from cross-entropy's, dz = -q) and the key bias's zero gradient (softmax ignores a constant
 # added to a row: lesson 3's question, part multihead_attention), in the docstrings, lessons
-# and the grader's text a copy carries. Two sentences wrapped over two lines are quoted joined.
+# and the grader's text a copy carries; the lessons' index naming the embedding's backward a
+# scatter-add. Two sentences wrapped over two lines are quoted joined.
 REST = [
     ("numpy_transformer/layers/softmax.py", "softmax",
      "Backward: dx = dz - softmax(x) * sum_j dz_j."),
@@ -365,6 +366,10 @@ REST = [
     ("notebooks/03_multi_head_attention_backward.ipynb cell 14", "multihead_attention",
      r"the gradient: it is zero up to rounding. The key bias adds $Q_i\cdot b_k$ to *every* "
      r"score of row $i$ — the same number for all keys — and softmax ignores a constant added to"),
+    ("notebooks/README.md", "embedding",
+     "| [01_embeddings_and_positional_encoding](01_embeddings_and_positional_encoding.ipynb) | "
+     "token embeddings and the `sqrt(D)` scale, the embedding's scatter-add backward, the "
+     "sinusoidal encoding"),
 ]
 
 
@@ -471,12 +476,13 @@ def test_the_quoted_places_now_ask_instead(student_copy):
 
 def test_the_rest_now_asks_in_every_copy_that_stubs_its_part(tmp_path, student_copy):
     """No copy stubbing a part of REST says what its lines said (their tell: log-softmax's
-    backward, "softmax ignores" the key bias's shift): the reference says it no more
-    (gradcheck_cases.py, judgement.py and lesson 15 name lesson 3's question) or the copy
-    strips the block (softmax.py's Backward lines, MultiHeadAttention's Note, lesson 3's
-    section 4, which asks instead)."""
+    backward, "softmax ignores" the key bias's shift, the scatter-add backward): the
+    reference says it no more (gradcheck_cases.py, judgement.py and lesson 15 name lesson
+    3's question, notebooks/README.md a repeated token) or the copy strips the block
+    (softmax.py's Backward lines, MultiHeadAttention's Note, lesson 3's section 4, which
+    asks instead)."""
     tells = {"softmax": "dz - softmax(x)", "cross_entropy": "dz - softmax(x)",
-             "multihead_attention": "softmax ignores"}
+             "multihead_attention": "softmax ignores", "embedding": "scatter-add backward"}
     assert {part for _, part, _ in REST} == set(tells)
     assert all(tells[part] in line for _, part, line in REST)
     for part, tell in tells.items():

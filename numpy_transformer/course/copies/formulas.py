@@ -57,7 +57,7 @@ FORMULAS = {
     "embedding": ("add.at(dW, ids, dy)", "dW[ids] += dy", "{sum dy ids|id|token}",
                   "index|ids|id|idx += values|dy|rows",
                   "{dw|row sum dy id|ids|token|pos}",
-                  "{scatter-add embedding gradient}", "{multiplier dy sum}"),
+                  "{scatter-add embedding gradient|backward}", "{multiplier dy sum}"),
     "positional_encoding": ("10000^", "log(10000)", "{sin cos 10000}",
                             "dx = Dropout backward", "{pe|positional|table dropout "
                             "backward|dx|gradient constant|only|just}"),
