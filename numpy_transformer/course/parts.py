@@ -36,10 +36,10 @@ TITLES = {
 }
 
 # Where a student reads up on each part (the copy's hints and docstrings point there).
-# Linear's own section is lesson 16's second ("`Linear`": its layout, and its dx, dW, db
-# checked against autograd); lesson 3 only names Linear in passing.
+# Linear's backward is derived in lesson 1's section 7 (lesson 16, which compares it with
+# autograd, is skipped without PyTorch; lesson 3 only names Linear in passing).
 LESSONS = {
-    "linear": "lesson 16, section 2", "layernorm": "lesson 4", "softmax": "lesson 2", "gelu": "lesson 4",
+    "linear": "lesson 1, section 7", "layernorm": "lesson 4", "softmax": "lesson 2", "gelu": "lesson 4",
     "dropout": "lesson 4", "attention": "lessons 2 and 3", "multihead_attention": "lesson 3",
     "mla": "lesson 5", "feedforward": "lesson 4", "embedding": "lesson 1",
     "positional_encoding": "lesson 1", "cross_entropy": "lesson 7", "adam": "lesson 7",

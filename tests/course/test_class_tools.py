@@ -13,6 +13,7 @@ ada and bob, and no pair of independent right bodies.
 import json
 import os
 import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -200,7 +201,7 @@ def test_the_copy_points_to_assignment_check(base):
     readme = (base / "README.md").read_text()
     assert "    python -m numpy_transformer assignment check [PART ...]" in readme
     assert "| linear | 10 | Linear and TiedLinear backward |" in readme
-    assert readme.count("| lesson 16, section 2 |") == 1          # where to read up
+    assert readme.count("| lesson 1, section 7 |") == 1           # where to read up
     done = subprocess.run([sys.executable, "-m", "numpy_transformer", "assignment", "grade", "."],
                           cwd=base, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": ""})
@@ -215,6 +216,29 @@ def test_the_lesson_of_part_linear_has_a_section_on_linear():
                 if cell["cell_type"] == "markdown"
                 for line in "".join(cell["source"]).splitlines() if line.startswith("## ")]
     assert any(h.startswith(f"## {section}.") and "Linear" in h for h in headings), headings
+
+
+def test_a_parts_section_runs_without_optional_modules():
+    """The section a part points to derives it and runs everywhere: none of its code uses a
+    module the lesson treats as optional (lesson 16's, PyTorch, is skipped without it)."""
+    from numpy_transformer.course.lessons.needs import optional_modules
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    for part, where in LESSONS.items():
+        if ", section " not in where:
+            continue
+        number, section = where.removeprefix("lesson ").split(", section ")
+        [book] = notebooks.glob(f"{int(number):02d}_*")
+        optional = optional_modules(book)
+        inside, code = False, []
+        for cell in json.loads(book.read_text())["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and text.startswith("## "):
+                inside = text.startswith(f"## {section}.")
+            elif inside and cell["cell_type"] == "code":
+                code.append(text)
+        assert code, (part, where)
+        used = [m for m in optional if re.search(rf"\b{m}\b", "\n".join(code))]
+        assert not used, (part, where, used)
 
 
 STOP = '''
