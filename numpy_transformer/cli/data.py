@@ -17,12 +17,6 @@ from ..data.download import DATASETS, GITHUB, check_out, fetch, read_manifest
 from ..training.progress import progress_bar
 from .options import add_common, raw_formatter
 
-ABOUT = {"shakespeare": "the README's character LMs (about 20 and 49 min on 2 cores)",
-         "multi30k": "the README's Multi30k translations (on 2 cores: German -> English by "
-                     "words about 41 min; the paper's recipe, one run per direction under "
-                     "mpiexec, about 31 min each; then up to 1 min per evaluation)"}
-
-
 def add_parsers(commands):
     listing = "\n".join(f"  {name}, {d.title}:\n" + "\n".join(f"    {f.path}" for f in d.files)
                         for name, d in DATASETS.items())
@@ -67,8 +61,8 @@ def run_data(args):
           f"{'s' if count > 1 else ''})")
     saved = fetch(args.dataset, args.out, base_url=args.base_url, manifest=manifest,
                   progress=None if args.no_progress else progress)
-    print(f"\nReproduce {ABOUT[args.dataset]}:")
-    from ..tools.recipes import printed_commands        # README bookkeeping: loaded here
+    from ..tools.recipes import printed_commands, run_times   # README bookkeeping: here
+    print(f"\nReproduce {run_times(args.dataset)}:")
     for line in printed_commands(args.dataset, {k: shlex.quote(v) for k, v in saved.items()}):
         print(f"  {line}")
     return 0

@@ -8,6 +8,26 @@ import os
 
 from ..data.datasets import MULTI30K_TESTS
 
+# The wall time of each README run in minutes, on an idle 2-core machine unless said, by its
+# run folder under runs/: the README quotes them and `data` prints them, and
+# tests/cli/test_readme_results.py checks each against the run's figures/<name>.json.
+MINUTES = {"lm": 10.0, "lm_big": 34.4, "lm_hour": 45.0, "translation": 26.8, "m30k": 44.0,
+           "m30k_en_de": 84.3, "m30k_en_de_tiny": 53.8, "m30k_de_en_tiny": 54.8}
+
+
+def run_times(dataset):
+    """What `data DATASET` says the README's runs with it took (MINUTES)."""
+    m = {folder: f"{minutes:.1f} min" for folder, minutes in MINUTES.items()}
+    if dataset == "shakespeare":
+        return (f"the README's character LMs (as its runs took on 2 cores: {m['lm']} and "
+                f"{m['lm_big']} for the first two, {m['lm_hour']} for the hour's under "
+                f"mpiexec -n 2)")
+    return (f"the README's Multi30k translations (as its runs took on 2 cores: German -> "
+            f"English by words {m['translation']}; the paper's recipe under mpiexec -n 2, "
+            f"{m['m30k']} German -> English and {m['m30k_en_de']} English -> German on a "
+            f"busy machine; the published tiny shape {m['m30k_en_de_tiny']} English -> German "
+            f"and {m['m30k_de_en_tiny']} German -> English; then up to 1 min per evaluation)")
+
 
 def _shakespeare_commands(p):
     text = p["tinyshakespeare.txt"]

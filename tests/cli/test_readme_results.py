@@ -139,3 +139,18 @@ def test_the_recipe_page_table_of_runs_quotes_their_summaries(name):
     assert row.strip("| ").split(" | ")[1:] == [
         time, f"{said[beam + ' test_2016_flickr']} (greedy {said['greedy test_2016_flickr']})",
         said[beam + " test_2017_flickr"], said[beam + " test_2017_mscoco"]]
+
+
+def test_the_run_times_data_prints_are_the_summaries_as_the_readme_quotes_them():
+    """`data DATASET` closes with how long the README's runs took (recipes.MINUTES): each is
+    its figures/<name>.json's wall time, as the README's claims write it."""
+    from numpy_transformer.tools.readme_runs import _duration
+    from numpy_transformer.tools.recipes import MINUTES, run_times
+    runs = {run.folder: run.name for run in readme_runs()}
+    assert set(MINUTES) == set(runs) - {"reverse", "dates"}
+    for folder, minutes in MINUTES.items():
+        quoted = _duration(summary(runs[folder])["results"]["wall_seconds"])
+        assert f"{minutes:.1f} min" == quoted, (folder, minutes, quoted)
+        assert f"{quoted} (" in README, quoted
+    said = run_times("shakespeare") + run_times("multi30k")
+    assert all(f"{minutes:.1f} min" in said for minutes in MINUTES.values()), said
