@@ -101,3 +101,31 @@ def test_sigterm_while_starting_says_terminated(ckpt):
     out, err = process.communicate(timeout=DEADLINE)
     assert process.returncode in (143, -signal.SIGTERM), err   # before our handler: killed
     assert "Traceback" not in err, err
+
+
+def _graders(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("nt-grader-"))
+
+
+def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans_up(
+        tmp_path):
+    ok(nt("assignment", "make", "--out", tmp_path / "copy"))
+    scratch = tmp_path / "tmp"                  # the graders' temporary folder (TMPDIR)
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    first = _start(["assignment", "grade", tmp_path / "copy"], env=env,
+                   start_new_session=True, stdin=subprocess.DEVNULL)
+    assert _wait_for(lambda: _graders(scratch), first), first.communicate()
+    killed = _graders(scratch)
+    os.killpg(first.pid, signal.SIGKILL)        # the grader and its workers: no cleanup
+    first.communicate(timeout=DEADLINE)
+    assert _graders(scratch) == killed
+    second = _start(["assignment", "grade", tmp_path / "copy"], env=env,
+                    stdin=subprocess.DEVNULL)
+    assert _wait_for(lambda: _graders(scratch) and _graders(scratch) != killed, second)
+    assert not set(killed) & set(_graders(scratch))        # the dead one's went first
+    second.send_signal(signal.SIGTERM)
+    out, err = second.communicate(timeout=DEADLINE)
+    assert second.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "terminated" and "Traceback" not in err, err
+    assert not _graders(scratch)
