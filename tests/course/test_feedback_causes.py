@@ -11,9 +11,8 @@ the reference in this process (test_one_judgement.swapped: no copy, no sandbox):
   checks' messages hold every word of the mistake's `cause`); measured when written:
   41 of 41, up from 6 of 41 before;
 - `check` (local_check.check_parts on an expected.npz written before the swap) names
-  at least 80%: 35 of 41 (3 of 41 before); the 6 it misses are the stacks', whose
-  slips steps.known_slips computes with stand-ins only (STANDIN_SLIPS; emptied, check
-  names 41 of 41: known_slips_models re-runs a block through any children);
+  at least 80%: 41 of 41 (3 of 41 before: known_slips_models re-runs a block through
+  any children, so the copy's expected.npz holds the stacks' slips too);
 - every mistake fails its part on both sides;
 - no message gives a factor as a bare number, and none states a formula of its part
   (copies/formulas.py);
@@ -123,9 +122,6 @@ def test_a_memory_gradient_without_its_key_part_is_named_so(feedback):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="steps.known_slips computes the stacks' slips with "
-                   "stand-ins only (STANDIN_SLIPS): known_slips_models.block_slips re-runs a "
-                   "block through its real children too")
 def test_check_names_the_memory_gradients_key_part(feedback):
     _, (_, said) = feedback["decoder_memory_key_part_left_out"]
     assert "the key part of the memory gradient" in block_text(said), said

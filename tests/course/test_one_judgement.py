@@ -371,8 +371,7 @@ def test_a_body_in_float32_fails_both_as_float32(expected):
 
 
 # Causes the grader sees through its stand-ins only: a stand-in dropout counts the masks
-# drawn and has a known scale; the stacks' slips re-run each block through stand-in
-# children (steps.STANDIN_SLIPS). `check`, with the copy's own children, may not name them.
+# drawn and has a known scale. `check`, with the copy's own children, may not name them.
 SEEN_THROUGH_STANDINS = ("attention_fresh_dropout_mask", "positional_backward_skips_dropout")
 
 
@@ -397,8 +396,7 @@ def test_a_catalogue_mistake_fails_both_in_its_own_part(expected, mistake):
     assert verdict == "fail", verdicts[mistake.part]
     graded = " ".join(c.message for c in points[mistake.part].checks).lower()
     named = mistake.cause and all(word.lower() in graded for word in mistake.cause)
-    if named and mistake.part not in ("encoder_stack", "decoder_stack") \
-            and mistake.name not in SEEN_THROUGH_STANDINS:
+    if named and mistake.name not in SEEN_THROUGH_STANDINS:
         assert all(word.lower() in said.lower() for word in mistake.cause), (mistake.cause, said)
     for user in parts[1:]:
         assert points[user].points == points[user].max_points, (user, points[user].message)

@@ -46,7 +46,7 @@ def embedding(pkg, source, standins, vocab, d_model, ids, scale=True, prefill=Fa
     token_ids = source.given("ids", np.asarray(ids)).astype(np.int64)
     found = forward_backward(layer, source, (token_ids,), prefill=prefill)
     before = source.arrays.get("grad0.weight", np.zeros((vocab, d_model)))
-    return {**found, **known_slips("embedding", standins, layer=layer, ids=token_ids,
+    return {**found, **known_slips("embedding", layer=layer, ids=token_ids,
                                    dout=source.arrays["dout"], before=before)}
 
 
@@ -56,7 +56,7 @@ def layernorm(pkg, source, standins, d_model, lead, shift=0.0, prefill=False):
     set_parameters(layer, source)
     x = source.normal("x", (*lead, d_model), scale=2.0) + shift
     found = forward_backward(layer, source, (x,), count=1, prefill=prefill)
-    return {**found, **known_slips("layernorm", standins, layer=layer, x=x,
+    return {**found, **known_slips("layernorm", layer=layer, x=x,
                                    dout=source.arrays["dout"])}
 
 
@@ -70,7 +70,7 @@ def softmax(pkg, source, standins, shape, axis=-1, mask=None):
     p = module.softmax(x, axis=axis, mask=mask)
     dp = source.normal("dp", np.shape(p))
     return {"out": p, "dx.0": module.softmax_backward(dp, p, axis=axis),
-            **known_slips("softmax", standins, p=p, dp=dp, axis=axis)}
+            **known_slips("softmax", p=p, dp=dp, axis=axis)}
 
 
 @graded
@@ -78,7 +78,7 @@ def gelu(pkg, source, standins, shape, scale=2.0):
     layer = load(pkg, "layers.activations").GELU()
     x = source.normal("x", shape, scale)
     found = forward_backward(layer, source, (x,), count=1)
-    return {**found, **known_slips("gelu", standins, x=x, dout=source.arrays["dout"])}
+    return {**found, **known_slips("gelu", x=x, dout=source.arrays["dout"])}
 
 
 @graded
@@ -101,7 +101,7 @@ def positional_encoding(pkg, source, standins, d_model, max_len, lead):
     if standins is not None:
         layer.dropout = standins.scale("dropout", (lead[-1], d_model))
     found = forward_backward(layer, source, (source.normal("x", (*lead, d_model)),), count=1)
-    return {"table": table, **found, **known_slips("positional_encoding", standins,
+    return {"table": table, **found, **known_slips("positional_encoding",
                                                    max_len=max_len, d_model=d_model)}
 
 
@@ -119,7 +119,7 @@ def feedforward(pkg, source, standins, d_model, d_ff, lead, activation="relu"):
         layer.linear_2 = standins.map("linear_2", d_ff, d_model)
     x = source.normal("x", (*lead, d_model))
     found = forward_backward(layer, source, (x,), count=1)
-    return {**found, **known_slips("feedforward", standins, layer=layer,
+    return {**found, **known_slips("feedforward", layer=layer,
                                    dout=source.arrays["dout"], reference=found)}
 
 
@@ -134,7 +134,7 @@ def cross_entropy(pkg, source, standins, targets, vocab, dloss=1.0, ignore_index
     value = loss.forward(logits, t)
     dx = np.array(loss.backward(dloss))
     return {"out": np.array(float(value)), "dx.0": dx, **known_slips(
-        "cross_entropy", standins, targets=t, dx=dx, ignore_index=ignore_index,
+        "cross_entropy", targets=t, dx=dx, ignore_index=ignore_index,
         smoothing=smoothing, vocab=vocab, dloss=dloss)}
 
 
@@ -169,7 +169,7 @@ def adam(pkg, source, standins, steps, hyper, shapes, optimizer="Adam"):
                       for name in shapes})
     found["inplace"] = np.array(all(model.params[n] is a for n, a in arrays.items()))
     first = {name: source.arrays[f"param.{name}"] for name in shapes}
-    return {**found, **known_slips("adam", standins, params=first, grads=drawn, steps=steps,
+    return {**found, **known_slips("adam", params=first, grads=drawn, steps=steps,
                                    hyper=hyper, optimizer=kind,
                                    decay=getattr(optimizer, "decay", None))}
 
@@ -190,5 +190,5 @@ def adamw_decay(pkg, source, standins, lrs, weight_decay, shape):
     finally:
         restore(undo)
     found["inplace"] = np.array(model.params["w"] is p)
-    return {**found, **known_slips("adamw_decay", standins, p=source.arrays["param.w"],
+    return {**found, **known_slips("adamw_decay", p=source.arrays["param.w"],
                                    lrs=lrs, weight_decay=weight_decay)}

@@ -43,7 +43,7 @@ def attention(pkg, source, standins, shape_q, keys, mask=None, dropout=False,
     finally:
         restore(undo)
     found.update(known_slips(
-        "attention", standins, q=q, k=k, v=v, dout=dout, weights=weights, drop=drop,
+        "attention", q=q, k=k, v=v, dout=dout, weights=weights, drop=drop,
         softmax_backward=(standins.softmax_backward if standins is not None and standin_softmax
                           else load(pkg, "layers.softmax").softmax_backward),
         reference={"dx.0": dq, "dx.1": dk, "dx.2": dv}))
@@ -82,7 +82,7 @@ def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, k
         module = load(pkg, "layers.attention")
         before = {k[6:]: a for k, a in source.arrays.items() if k.startswith("grad0.")}
         return {**found, **known_slips(
-            "multihead_attention", standins, layer=layer, dout=source.arrays["dout"],
+            "multihead_attention", layer=layer, dout=source.arrays["dout"],
             before=before, split_heads=module.split_heads, merge_heads=module.merge_heads,
             kernel_backward=(module.scaled_dot_product_attention_backward if standins is None
                              else standins.kernel_backward), reference=found)}
@@ -111,7 +111,7 @@ def mla_project(pkg, source, standins, d_model, heads, latent, batch, queries, k
         raise TypeError("project_backward must return the tuple (dq, dk, dv)")
     found = {"Q": Q, "K": K, "V": V, **{f"dx.{i}": g for i, g in enumerate(returned)},
              **{f"grad.{n}": g.copy() for n, _, g in layer.named_parameters()}}
-    return {**found, **known_slips("mla_project", standins, layer=layer, dQ=dQ, dK=dK, dV=dV,
+    return {**found, **known_slips("mla_project", layer=layer, dQ=dQ, dK=dK, dV=dV,
                                    reference=found)}
 
 
@@ -156,7 +156,7 @@ def encoder(pkg, source, standins, layers, d_model, batch, length, norm_first,
     model = stack(pkg, source, standins, False, layers, d_model, norm_first, block_only)
     x = source.normal("x", (batch, length, d_model))
     found = forward_backward(model, source, (x,), count=1)
-    return {**found, **known_slips("encoder", standins, model=model, dout=source.arrays["dout"],
+    return {**found, **known_slips("encoder", model=model, dout=source.arrays["dout"],
                                    decoder=False, block_only=block_only, reference=found)}
 
 
@@ -167,7 +167,7 @@ def decoder(pkg, source, standins, layers, d_model, batch, length, memory_length
     x = source.normal("x", (batch, length, d_model))
     memory = source.normal("memory", (batch, memory_length, d_model))
     found = forward_backward(model, source, (x, memory), count=2)
-    return {**found, **known_slips("decoder", standins, model=model, decoder=True,
+    return {**found, **known_slips("decoder", model=model, decoder=True,
                                    dout=source.arrays["dout"], block_only=block_only,
                                    reference=found)}
 

@@ -95,21 +95,14 @@ def forward_backward(module, source, inputs, kwargs=None, count=None, prefill=Fa
     return found
 
 
-STANDIN_SLIPS = ("encoder", "decoder")     # slips re-run through stand-in children only
-
-
-def known_slips(kind, standins, **context):
+def known_slips(kind, **context):
     """{"term.<...>": array}: the arrays common slips give on this task (known_slips.py, for
     the diagnosis), computed in the reference's runs: the grader's (with stand-ins), and
     `assignment make`'s (the reference's own children: the copy's expected.npz, so that
     `assignment check` names the causes the grader names); {} where known_slips.py is
-    absent (a student copy, a grading worker). The stacks' slips (STANDIN_SLIPS) re-run
-    each block's backward through its children several times and read what each child
-    returned, which the stand-ins allow and record and the real children do not: those
-    are computed with stand-ins only."""
+    absent (a student copy, a grading worker)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    if standins is None and kind in STANDIN_SLIPS or not os.path.isfile(
-            os.path.join(here, "known_slips.py")):      # (a copy's stand-in module would raise)
+    if not os.path.isfile(os.path.join(here, "known_slips.py")):   # a copy's stand-in module would raise
         return {}
     try:
         from . import known_slips as slip_arrays
