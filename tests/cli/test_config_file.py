@@ -151,7 +151,7 @@ def test_a_fifo_or_a_device_as_the_config_is_refused_at_once(tmp_path, verb, spe
         path = tmp_path / "run.toml"
         os.mkfifo(path)
     try:
-        done = nt(verb, "--config", path, cwd=tmp_path, timeout=30)
+        done = nt(verb, "--config", path, cwd=tmp_path, timeout=300)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{verb} --config {path} hung")
     error(done, 2, "--config", str(path), "a regular file",
