@@ -37,6 +37,7 @@ import zipfile
 from pathlib import Path
 
 from ...errors import InputError
+from ...system.files import atomic_write
 from .gradescope import read_visibility
 from ..sandbox.runner import TOTAL_TIMEOUT
 
@@ -147,14 +148,13 @@ def build_autograder(out, parts=None, visibility=None, timeout=60.0, seed=None,
               "reveal_after": None if reveal_after is None
               else read_visibility(None, reveal_after).reveal_after.isoformat(),
               "manifest": _manifest_of(parts, derivation_points)}   # InputError: a student copy
-    partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w") as archive:
-        _add(archive, "setup.sh", SETUP_SH, executable=True)
-        _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-        _add(archive, "autograder.json", json.dumps(config, indent=2) + "\n")
-        for path, name in _package_files():
-            _add(archive, name, path.read_bytes())
-    partial.replace(out)                     # never half a zip under the name asked for
+    with atomic_write(out, "wb", suffix=".zip") as file:   # never half a zip, nor over
+        with zipfile.ZipFile(file, "w") as archive:          # a device or another's zip
+            _add(archive, "setup.sh", SETUP_SH, executable=True)
+            _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+            _add(archive, "autograder.json", json.dumps(config, indent=2) + "\n")
+            for path, name in _package_files():
+                _add(archive, name, path.read_bytes())
     return config
 
 
