@@ -204,8 +204,11 @@ def test_the_whole_submission_has_a_time_limit(solution_copy, tmp_path):
     prepend(copy, "Linear.backward", "import time\ntime.sleep(3600)")  # only the limit ends it
     report = grade(copy, parts=["linear", "gelu", "softmax"], total_timeout=4)
     linear, gelu, softmax = report.parts
-    assert linear.points == 0 and "the submission's total time limit (4 s) was reached" in \
-        linear.message, linear
+    # stopped by the limit; on a machine so busy that the grader's start took the 4 s, not
+    # even started: either way the limit, not a clock in this test, decides
+    assert linear.points == 0 and re.search(r"the submission's total time limit \(4 s\) was "
+                                            r"(reached|spent before this part)",
+                                            linear.message), linear
     for result in (gelu, softmax):
         assert result.points == 0 and result.message == (
             "not run: the submission's total time limit (4 s) was spent before this part")
