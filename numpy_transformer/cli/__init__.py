@@ -16,9 +16,10 @@ Options shared by several commands live in options.py, and what the two
 training commands share in run.py. Exit status: 0 done, 2 bad input (an
 `InputError` or an OS error such as a missing file: a one-line `error: ...`),
 1 a diverged run, a grade below full marks, or a bug in the package (reported
-as one, never disguised as bad input), 130/143/141 a run stopped by Ctrl-C,
-SIGTERM or SIGHUP, or a closed output after saving a checkpoint. `--debug` shows the
-traceback of any error.
+as one, never disguised as bad input), 130/143 a command stopped by Ctrl-C or
+SIGTERM (`interrupted`/`terminated`, its temporary files removed; a training run saves a
+checkpoint first, and SIGHUP stops it as SIGTERM does), 141 a closed output. `--debug`
+shows the traceback of any error.
 """
 
 import sys
