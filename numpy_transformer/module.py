@@ -17,6 +17,7 @@ The contract (see docs/design.md):
 
 from .backend import to_numpy, xp
 from .errors import InputError
+from .validation import check_bool
 
 
 class Module:
@@ -90,6 +91,7 @@ class Module:
             grad.fill(0)
 
     def train(self, mode=True):
+        check_bool(mode, "mode")
         for _, module in self.named_modules():
             module.training = mode
         return self

@@ -4,6 +4,7 @@ import math
 
 from ..backend import xp
 from ..module import Module
+from ..validation import check_bool
 
 
 class ReLU(Module):
@@ -18,6 +19,7 @@ class ReLU(Module):
 
     def __init__(self, *, overwrite=False):
         super().__init__()
+        check_bool(overwrite, "overwrite")
         self.overwrite = overwrite
         self.saved = None
 

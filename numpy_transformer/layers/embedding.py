@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_ids, check_integer
+from ..validation import check_bool, check_ids, check_integer
 from ..module import Module
 from . import fast
 
@@ -33,6 +33,7 @@ class Embedding(Module):
         super().__init__()
         check_integer(vocab_size, "vocab_size")
         check_integer(d_model, "d_model")
+        check_bool(scale, "scale")
         rng = rng if rng is not None else np.random.default_rng()
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         W = rng.normal(0.0, d_model**-0.5, (vocab_size, d_model))

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..backend import get_default_dtype, xp
-from ..validation import check_float_array
+from ..validation import check_bool, check_float_array
 from ..module import Module
 from . import fast
 
@@ -21,6 +21,7 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, *, rng=None):
         super().__init__()
+        check_bool(bias, "bias")
         rng = rng if rng is not None else np.random.default_rng()
         dtype = get_default_dtype()
         self.in_features, self.out_features = in_features, out_features
@@ -71,6 +72,7 @@ class TiedLinear(Module):
 
     def __init__(self, embedding, bias=True):
         super().__init__()
+        check_bool(bias, "bias")
         E = embedding.params["weight"]                                # (V, D), shared
         self.in_features, self.out_features = E.shape[1], E.shape[0]  # D, V
         self.params = {"weight": E}

@@ -1,6 +1,7 @@
 """Residual connection around a sublayer, with layer norm after (paper) or before."""
 
 from ..module import Module
+from ..validation import check_bool
 from .dropout import Dropout
 from .normalization import LayerNorm
 
@@ -33,7 +34,8 @@ class SublayerConnection(Module):
 
     def __init__(self, d_model, dropout=0.0, norm_first=False, *, rng=None):
         super().__init__()
-        self.d_model, self.norm_first = d_model, bool(norm_first)
+        check_bool(norm_first, "norm_first")
+        self.d_model, self.norm_first = d_model, norm_first
         self.norm = LayerNorm(d_model)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")      # checks the rate
 

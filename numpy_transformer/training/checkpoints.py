@@ -46,7 +46,7 @@ from dataclasses import asdict
 from ..backend import xp
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..errors import InputError, TrainingDiverged
-from ..validation import message
+from ..validation import check_bool, message
 from .dropout_generators import generator_states, load_generator_states
 from .history import History
 from .run_folder import RunFolder, step_files
@@ -57,6 +57,7 @@ from .state import RunState
 class Checkpointer:
     def __init__(self, out=None, overwrite=False, *, tokenizers=None, metadata=None,
                  resume_command=None):
+        check_bool(overwrite, "overwrite")
         self.out, self.overwrite = out, overwrite
         self.tokenizers, self.metadata = dict(tokenizers or {}), dict(metadata or {})
         self.resume_command = resume_command or (lambda path: f"trainer.resume({path!r})")

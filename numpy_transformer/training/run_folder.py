@@ -30,7 +30,7 @@ import re
 import shlex
 import stat
 
-from ..validation import message
+from ..validation import check_bool, message
 from ..errors import InputError
 from ..system.files import read_json, read_regular, write_json as write_json_file
 
@@ -134,6 +134,8 @@ class RunFolder:
     def claim(self, *, resuming=False, overwrite=False, step=None):
         """Lock the folder for this process and check that no run in it would be lost
         (`step`: the step of the checkpoint a run resumed in this folder starts from)."""
+        check_bool(resuming, "resuming")
+        check_bool(overwrite, "overwrite")
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise InputError(message("out", "a folder", f"the file {self.path!r}"))
         if os.path.islink(self.path) and not os.path.exists(self.path):

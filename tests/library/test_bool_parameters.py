@@ -13,31 +13,32 @@ import pytest
 import numpy_transformer
 from numpy_transformer.data import BPETokenizer, CharTokenizer, DataConfig, WordTokenizer, batches
 from numpy_transformer.decoding import (beam_search, check_generation_size, generate_text,
-                                        generate_texts, greedy_decode, sample, stream_text)
+                                        generate_texts, greedy_decode, sample, stream_text,
+                                        stream_texts)
 from numpy_transformer.errors import InputError, InputTypeError
 from numpy_transformer.models import (GPT, BlockConfig, GPTConfig, TransformerConfig,
                                       build_transformer)
 from numpy_transformer.optim import SGD, Adam, decay_groups
-from numpy_transformer.training import TrainConfig
+from numpy_transformer.layers import (Embedding, Linear, MultiHeadAttention,
+                                      MultiHeadLatentAttention, ReLU, SublayerConnection,
+                                      TiedLinear)
+from numpy_transformer.training import Checkpointer, RunFolder, TrainConfig
 from doors import names
 
 MODULES = ("data", "decoding", "models", "optim", "training", "layers", "checkpoint")
-NOT_YET = {       # flags of the API no test here passes a string to yet (issue 52: left)
-    "Checkpointer.overwrite", "RunFolder.claim.overwrite", "RunFolder.claim.resuming",
-    "Trainer.flush.logged", "Module.train.mode", "TrainResult.interrupted",
-    "Linear.bias", "TiedLinear.bias", "Embedding.scale", "MultiHeadAttention.bias",
-    "MultiHeadLatentAttention.bias", "SublayerConnection.norm_first", "ReLU.overwrite"}
+NOT_YET = {       # flags that are no input: a method the Trainer calls on itself, a result
+    "Trainer.flush.logged", "TrainResult.interrupted"}
 
 
-@pytest.fixture(scope="module")
-def parts():
+@pytest.fixture
+def parts(tmp_path):
     tok = CharTokenizer(list("abc"))
     gpt = GPT(GPTConfig(vocab_size=tok.vocab_size, d_model=8, num_heads=2, d_ff=8,
                         num_layers=1, max_len=16, dropout=0.0))
     seq = build_transformer(TransformerConfig(10, 10, d_model=8, num_heads=2, d_ff=8,
                                               num_encoder_layers=1, num_decoder_layers=1,
                                               max_len=16, dropout=0.0))
-    return tok, gpt, seq
+    return tok, gpt, seq, tmp_path / "run"
 
 
 def small_config(cls, **flag):
@@ -70,6 +71,8 @@ CALLS = {   # "where.parameter": a call passing `value` as that parameter
                                                               stop_at_eos=v),
     "stream_text.stop_at_eos": lambda p, v: list(stream_text(p[1], p[0], "a", 2,
                                                              stop_at_eos=v)),
+    "stream_texts.stop_at_eos": lambda p, v: list(stream_texts(p[1], p[0], "a", 2, 2,
+                                                               stop_at_eos=v)),
     "check_generation_size.held": lambda p, v: check_generation_size(p[1], 1, 2, held=v),
     "TransformerConfig.norm_first": lambda p, v: small_config(TransformerConfig, norm_first=v),
     "TransformerConfig.tie_embeddings": lambda p, v: small_config(TransformerConfig,
@@ -83,6 +86,17 @@ CALLS = {   # "where.parameter": a call passing `value` as that parameter
     "AdamW.fast": lambda p, v: numpy_transformer.optim.AdamW(p[1], fast=v),
     "SGD.nesterov": lambda p, v: SGD(p[1], momentum=0.9, nesterov=v),
     "decay_groups.decay_embeddings": lambda p, v: decay_groups(p[1], 0.1, decay_embeddings=v),
+    "Linear.bias": lambda p, v: Linear(3, 3, v),
+    "TiedLinear.bias": lambda p, v: TiedLinear(Embedding(5, 4), v),
+    "Embedding.scale": lambda p, v: Embedding(5, 4, scale=v),
+    "MultiHeadAttention.bias": lambda p, v: MultiHeadAttention(8, 2, bias=v),
+    "MultiHeadLatentAttention.bias": lambda p, v: MultiHeadLatentAttention(8, 2, bias=v),
+    "SublayerConnection.norm_first": lambda p, v: SublayerConnection(8, norm_first=v),
+    "ReLU.overwrite": lambda p, v: ReLU(overwrite=v),
+    "Module.train.mode": lambda p, v: p[1].train(v),
+    "Checkpointer.overwrite": lambda p, v: Checkpointer(None, v),
+    "RunFolder.claim.overwrite": lambda p, v: RunFolder(p[3] / f"o{v}").claim(overwrite=v),
+    "RunFolder.claim.resuming": lambda p, v: RunFolder(p[3] / f"r{v}").claim(resuming=v),
     "TrainConfig.progress": lambda p, v: TrainConfig(progress=v),
     "TrainConfig.higher_is_better": lambda p, v: TrainConfig(higher_is_better=v),
 }
