@@ -22,10 +22,12 @@ from numpy_transformer.optim import SGD, Adam, decay_groups
 from numpy_transformer.layers import (Embedding, Linear, MultiHeadAttention,
                                       MultiHeadLatentAttention, ReLU, SublayerConnection,
                                       TiedLinear)
+from numpy_transformer.trained import TrainedRun
 from numpy_transformer.training import Checkpointer, RunFolder, TrainConfig
 from doors import names
 
-MODULES = ("data", "decoding", "models", "optim", "training", "layers", "checkpoint")
+MODULES = ("data", "decoding", "models", "optim", "training", "layers", "checkpoint",
+           "trained")
 NOT_YET = {       # flags that are no input: a method the Trainer calls on itself, a result
     "Trainer.flush.logged", "TrainResult.interrupted"}
 
@@ -73,6 +75,10 @@ CALLS = {   # "where.parameter": a call passing `value` as that parameter
                                                              stop_at_eos=v)),
     "stream_texts.stop_at_eos": lambda p, v: list(stream_texts(p[1], p[0], "a", 2, 2,
                                                                stop_at_eos=v)),
+    "TrainedRun.generate.stop_at_eos": lambda p, v: TrainedRun(
+        p[1], {"text": p[0]}, {"kind": "lm"}).generate("a", 2, stop_at_eos=v),
+    "TrainedRun.generate.stream": lambda p, v: list(TrainedRun(
+        p[1], {"text": p[0]}, {"kind": "lm"}).generate("a", 2, stream=v)),
     "check_generation_size.held": lambda p, v: check_generation_size(p[1], 1, 2, held=v),
     "TransformerConfig.norm_first": lambda p, v: small_config(TransformerConfig, norm_first=v),
     "TransformerConfig.tie_embeddings": lambda p, v: small_config(TransformerConfig,
