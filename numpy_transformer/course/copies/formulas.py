@@ -30,6 +30,9 @@ from ..parts import LESSONS, PARTS
 # answer (dz = dp p) and cross-entropy's (dz = -q). The key bias's gradient is 0 because
 # softmax ignores a constant added to a row: lesson 3's question (multihead_attention).
 LOG_SOFTMAX = ("dz - p sum dz",)
+# L2_GRADIENT: what the L2 term adds to the gradient, wd p: adam's (L2 decay) and the first
+# half of lesson 13's adamw question (one plain step with it is the decay factor).
+L2_GRADIENT = ("g = wd p|w",)
 RESIDUAL = ("df = exit_backward", "+ enter_backward", "dh = sublayer backward", "dx = dz +",
             "dx = dy + ln|norm", "{sublayer backward enter_backward +}")
 FORMULAS = {
@@ -65,9 +68,9 @@ FORMULAS = {
                       "dloss * (p - q)", "p - 1 target|targets|correct", *LOG_SOFTMAX),
     "adam": ("1 - b1^t", "1 - b2^t", "b1 m + (1 - b1) g", "b2 v + (1 - b2) g^2",
              "m_hat / (sqrt(v_hat) + eps)", "g + wd p|w", "g_t <- g_t + wd", "adds wd p to g",
-             "/ (1 - beta|beta1|beta2 ^ t)"),
+             "/ (1 - beta|beta1|beta2 ^ t)", *L2_GRADIENT),
     "adamw": ("1 - lr wd", "-= lr wd", "p - lr wd p", "{lr wd p shrink|shrinks|decays}",
-              "shrink|shrinks|shrunk lr wd"),
+              "shrink|shrinks|shrunk lr wd", *L2_GRADIENT),
     "encoder_stack": ("dq + dk + dv", "final LayerNorm backward first", *RESIDUAL),
     "decoder_stack": ("dmemory = dk + dv", "dmemory dk + dv", "dmemory sum", "dq + dk + dv",
                       "sum dmemory blocks", "cross-attention dk + dv", *RESIDUAL),
