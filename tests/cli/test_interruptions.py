@@ -107,8 +107,10 @@ def _graders(folder):
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("nt-grader-"))
 
 
+@pytest.mark.slow
 def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans_up(
         tmp_path):
+    """Slow (a student copy, two graders): test_outputs_guarded.py has the quick form."""
     ok(nt("assignment", "make", "--out", tmp_path / "copy"))
     scratch = tmp_path / "tmp"                  # the graders' temporary folder (TMPDIR)
     scratch.mkdir()
