@@ -5,7 +5,8 @@ While `stop_requests(on_request)` is active in the main thread, SIGINT (Ctrl-C),
 SIGTERM (what `kill` and job schedulers send) and SIGHUP (the terminal was
 closed) call `on_request(name)` instead of killing the process; the training
 loop then finishes the current step, writes a checkpoint and returns. A second
-signal raises KeyboardInterrupt at once. `EXIT_STATUS` maps the reason to the
+signal raises KeyboardInterrupt at once (Terminated, its kind, for SIGTERM and SIGHUP:
+system/interrupts.py). `EXIT_STATUS` maps the reason to the
 conventional exit status (128 + the signal's number; SIGHUP exits as SIGTERM
 does, 143, since both mean "stopped from outside, saved").
 """
@@ -15,6 +16,8 @@ import os
 import signal
 import sys
 import threading
+
+from ..system.interrupts import Terminated
 
 EXIT_STATUS = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 143, "closed output": 141}
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
@@ -30,8 +33,8 @@ def stop_requests(on_request):
     requested = []
 
     def handler(signum, frame):
-        if requested:
-            raise KeyboardInterrupt
+        if requested:                   # a second signal: at once (SIGTERM: "terminated")
+            raise Terminated if signum != signal.SIGINT else KeyboardInterrupt
         requested.append(signum)
         on_request(signal.Signals(signum).name)
 

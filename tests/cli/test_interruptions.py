@@ -131,3 +131,17 @@ def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans
     assert second.returncode == 143, err
     assert err.strip().splitlines()[-1] == "terminated" and "Traceback" not in err, err
     assert not _graders(scratch)
+
+
+def test_a_second_sigterm_while_training_saves_is_said_as_terminated(monkeypatch):
+    """The training loop's handler (training/signals.py): the first signal asks for a save,
+    a second stops at once, as its own kind."""
+    from numpy_transformer.system.interrupts import Terminated, interrupted
+    from numpy_transformer.training.signals import stop_requests
+    asked = []
+    with stop_requests(asked.append):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert asked == ["SIGTERM"]
+        with pytest.raises(Terminated) as second:
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert interrupted(second.value) == 143
