@@ -345,8 +345,8 @@ AROUND = [
 # from cross-entropy's, dz = -q) and the key bias's zero gradient (softmax ignores a constant
 # added to a row: lesson 3's question, part multihead_attention), in the docstrings, lessons
 # and the grader's text a copy carries; the lessons' index naming the embedding's backward a
-# scatter-add; lesson 13 giving the L2 term's gradient (half of its adamw question). Two
-# sentences wrapped over two lines are quoted joined.
+# scatter-add; lesson 13 giving the L2 term's gradient (half of its adamw question); GPT's
+# docstring giving a stack's backward. Two sentences wrapped over two lines are quoted joined.
 REST = [
     ("numpy_transformer/layers/softmax.py", "softmax",
      "Backward: dx = dz - softmax(x) * sum_j dz_j."),
@@ -371,6 +371,8 @@ REST = [
      "| [01_embeddings_and_positional_encoding](01_embeddings_and_positional_encoding.ipynb) | "
      "token embeddings and the `sqrt(D)` scale, the embedding's scatter-add backward, the "
      "sinusoidal encoding"),
+    ("numpy_transformer/models/gpt.py", "encoder_stack",
+     "    Backward: the same path in reverse: projection, the stack (final norm, the blocks"),
     ("notebooks/13_adamw_and_weight_decay.ipynb cell 8", "adamw",
      r"decay acts on it. With L2, Adam sees the gradient $\tilde g = \lambda\theta$ and divides by "
      "its own size:"),
@@ -483,12 +485,11 @@ def test_the_rest_now_asks_in_every_copy_that_stubs_its_part(tmp_path, student_c
     backward, "softmax ignores" the key bias's shift, the scatter-add backward): the
     reference says it no more (gradcheck_cases.py, judgement.py and lesson 15 name lesson
     3's question, notebooks/README.md a repeated token, lesson 13 the decay term) or the
-    copy strips the block
-    (softmax.py's Backward lines, MultiHeadAttention's Note, lesson 3's section 4, which
-    asks instead)."""
+    copy strips the block (softmax.py's Backward lines, MultiHeadAttention's Note, GPT's
+    Backward, lesson 3's section 4, which asks instead)."""
     tells = {"softmax": "dz - softmax(x)", "cross_entropy": "dz - softmax(x)",
              "multihead_attention": "softmax ignores", "embedding": "scatter-add backward",
-             "adamw": "Adam sees the gradient"}
+             "adamw": "Adam sees the gradient", "encoder_stack": "(final norm, the blocks"}
     assert {part for _, part, _ in REST} == set(tells)
     assert all(tells[part] in line for _, part, line in REST)
     for part, tell in tells.items():

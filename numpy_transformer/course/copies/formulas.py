@@ -25,7 +25,8 @@ from ..parts import LESSONS, PARTS
 # test_assignment_leaks.py reads every file of a copy and every grader message); a
 # teacher's copy keeps them. RESIDUAL: a block's backward through its residual
 # connections (SublayerConnection's two halves and the sublayer's backward between them,
-# the two paths added), both stacks' answer.
+# the two paths added), and a stack's (the final norm, then the blocks in reverse), both
+# stacks' answer.
 # LOG_SOFTMAX: log-softmax's backward, dx = dz - p sum(dz), one step from both softmax's
 # answer (dz = dp p) and cross-entropy's (dz = -q). The key bias's gradient is 0 because
 # softmax ignores a constant added to a row: lesson 3's question (multihead_attention).
@@ -34,7 +35,8 @@ LOG_SOFTMAX = ("dz - p sum dz",)
 # half of lesson 13's adamw question (one plain step with it is the decay factor).
 L2_GRADIENT = ("g = wd p|w",)
 RESIDUAL = ("df = exit_backward", "+ enter_backward", "dh = sublayer backward", "dx = dz +",
-            "dx = dy + ln|norm", "{sublayer backward enter_backward +}")
+            "dx = dy + ln|norm", "{sublayer backward enter_backward +}",
+            "{final norm blocks|layers reverse|reversed}")
 FORMULAS = {
     "linear": ("dy W^T", "dx = W^T dy", "x^T dy", "dy^T x", "{db sum dy}"),
     "layernorm": ("g - mean(g)", "mean(g xhat)", "(g * xhat).mean", "xhat mean(g",
