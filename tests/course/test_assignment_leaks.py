@@ -508,3 +508,16 @@ def test_the_rest_now_asks_in_every_copy_that_stubs_its_part(tmp_path, student_c
     softmax = (tmp_path / "cross_entropy" / "numpy_transformer" / "layers" /
                "softmax.py").read_text(encoding="utf-8")
     assert "dx = dz -" not in softmax and "dx, dz's shape, for z = log_softmax(x)" in softmax
+
+
+def test_a_copy_of_one_stack_says_that_the_other_nearly_answers_it(tmp_path):
+    """The two stacks' backward passes are alike: a copy stubbing one carries the other's,
+    so `assignment make` says to assign both (a note, not a refusal)."""
+    from numpy_transformer.course.copies.make import make_assignment
+    said = []
+    assert make_assignment(tmp_path / "one", ["decoder_stack"], out_fn=said.append) == 0
+    assert any(line.startswith("note: encoder_stack's backward is in this copy")
+               and "assign both stacks" in line for line in said), said
+    said.clear()
+    make_assignment(tmp_path / "both", ["encoder_stack", "decoder_stack"], out_fn=said.append)
+    assert not [line for line in said if line.startswith("note:")], said

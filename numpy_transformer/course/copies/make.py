@@ -50,6 +50,7 @@ ANSWERS = "answers"              # notebooks/answers/: the think questions' keys
 STUDENT_GRADING = ("__init__.py", "local_check.py", "judgement.py", "diagnose.py", "harness.py",
                    "steps.py", "scenarios_layers.py", "scenarios_models.py")   # a copy's grading/
 TEACHER_ROOMS = ("copies", "classroom", "sandbox", "selftest")       # rooms a copy leaves out
+ANSWER_EACH_OTHER = {"encoder_stack", "decoder_stack"}      # parts alike enough to copy
 
 
 def read_manifest(root, required=True):
@@ -293,6 +294,12 @@ def make_assignment(out, parts=None, solutions=False, out_fn=print, teacher=Fals
            f"({sum(manifest['max_points'].values())} points), a derivation per part in "
            f"{Path(out) / DERIVATIONS} ({_worth_each(derivation_points)}); see "
            f"{Path(out) / 'README.md'}")
+    alone = ANSWER_EACH_OTHER - set(manifest["parts"])
+    if not solutions and len(alone) == 1:
+        given, = alone
+        out_fn(f"note: {given}'s backward is in this copy, and it nearly answers "
+               f"{' and '.join(sorted(ANSWER_EACH_OTHER - alone))} (the two stacks' backward "
+               "passes are alike): assign both stacks, or neither")
     return 0
 
 
