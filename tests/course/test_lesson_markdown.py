@@ -31,9 +31,7 @@ def comments_splitting_a_list(path):
     return found
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(reason="lesson 3's fix is edited with it"))
-    if p.name.startswith("03_") else p for p in NOTEBOOKS], ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_a_hidden_question_does_not_split_a_list(path):
     assert comments_splitting_a_list(path) == []
 
