@@ -100,6 +100,8 @@ def check_figures_folder(path, *, overwrite=False):
         raise InputError(message("--figures", "a folder", f"the file {str(path)!r}"))
     found = sorted(os.path.basename(f) for pattern in FIGURES
                    for f in glob.glob(os.path.join(glob.escape(str(path)), pattern)))
+    for name in found:                          # replaced only if a regular file
+        refuse_special(os.path.join(str(path), name), "--figures")
     if found and not overwrite:
         raise InputError(f"--figures {path}: already holds {', '.join(found)}; choose another "
                          f"--figures, or replace them with --overwrite")

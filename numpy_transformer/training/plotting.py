@@ -15,6 +15,7 @@ import math
 import os
 
 from ..backend import to_numpy
+from ..system.files import atomic_write
 
 _INSTALL = 'plotting needs matplotlib: install it with `pip install -e ".[train]"` ' \
            "(or `pip install matplotlib`)"
@@ -30,8 +31,11 @@ def new_figure(**kwargs):
 
 
 def save_figure(fig, path):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    """Write `fig` to `path` (its format from the extension, else PNG) atomically: never half
+    a file, never through a FIFO, a device or a symbolic link (system/files.py)."""
+    extension = os.path.splitext(str(path))[1][1:].lower()
+    with atomic_write(path, "wb", suffix=f".{extension or 'png'}") as f:
+        fig.savefig(f, format=extension or "png", dpi=110, bbox_inches="tight")
     return path
 
 

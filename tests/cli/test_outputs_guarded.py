@@ -175,3 +175,19 @@ def test_a_run_folder_one_cannot_write_in_is_named_with_a_way_on(tmp_path, monke
         run_folder.RunFolder(tmp_path / "r").claim(resuming=True)
     assert ".lock" not in str(info.value)
     names(info.value, "NEWDIR")
+
+
+def test_folders_of_outputs_replace_no_fifo_either(tmp_path):
+    """`train --figures DIR` and `lessons --out DIR` write files of known names: one of them
+    that is a FIFO is refused before any work (reading it to compare would block too)."""
+    (tmp_path / "figs").mkdir()
+    os.mkfifo(tmp_path / "figs" / "loss.png")
+    done = nt("train", *QUICK[:-1], "--out", tmp_path / "r", "--figures", tmp_path / "figs",
+              "--overwrite", timeout=120)
+    error(done, 2, "--figures", "loss.png", "a FIFO")
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "lessons").mkdir()
+    os.mkfifo(tmp_path / "lessons" / "README.md")
+    error(nt("lessons", "--out", tmp_path / "lessons", "--overwrite", timeout=120), 2,
+          "--out", "README.md", "a FIFO")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "lessons" / "README.md").st_mode)

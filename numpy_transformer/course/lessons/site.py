@@ -18,7 +18,6 @@ import functools
 import logging
 import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from ...version import __version__
 from ...errors import InputError
-from ...system.files import read_notebook_cells
+from ...system.files import atomic_write, read_notebook_cells, refuse_special
 from . import site_assets
 from .needs import how_to_install, missing_modules
 
@@ -109,6 +108,8 @@ def copy_lessons(lessons, out, *, overwrite=False):
         raise InputError(f"--out {out}: exists and is not a folder")
     readme = lessons[0].path.parent / "README.md"
     sources = [x.path for x in lessons] + ([readme] if readme.is_file() else [])
+    for source in sources:              # never read or written through: a FIFO would block
+        refuse_special(out / source.name, "--out")
     different = [s.name for s in sources if (out / s.name).exists()
                  and (out / s.name).read_bytes() != s.read_bytes()]
     if different and not overwrite:
@@ -122,7 +123,8 @@ def copy_lessons(lessons, out, *, overwrite=False):
         done[source.name] = "unchanged" if target.exists() and source.name not in different \
             else "written"
         if done[source.name] == "written":
-            shutil.copyfile(source, target)
+            with atomic_write(target, "wb", suffix=target.suffix) as file:
+                file.write(source.read_bytes())
     return done
 
 
@@ -252,7 +254,8 @@ def _nav(lessons, i):
 
 def _write(exporter, notebook, path, nav):
     html, _ = exporter.from_notebook_node(notebook, resources={"lesson_nav": nav})
-    Path(path).write_text(html, encoding="utf-8")
+    with atomic_write(path, "w", suffix=".html") as file:     # never over a FIFO or a link
+        file.write(html)
 
 
 def index_notebook(pages):
