@@ -27,7 +27,7 @@ from ..version import __version__
 from ..validation import message
 from ..errors import InputError
 from ..system.files import (atomic_write, check_regular_file, check_writable_folder,
-                            file_sha256, read_regular)
+                            file_sha256, read_regular, refuse_special)
 from .datasets import DATASETS, GITHUB
 
 CHUNK = 1 << 16           # bytes read at a time
@@ -185,6 +185,7 @@ def _install(part, final, expected, gzipped, url):
         else:
             with open(part, "rb") as f:
                 _verify(final, expected, _sha256(f), url)
+            refuse_special(final, "--out")            # never renamed over a FIFO or a link
             os.replace(part, final)
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
         os.remove(part)
