@@ -154,9 +154,8 @@ def refuse_special(path, option=None):
     survive while the link went), even with --overwrite."""
     kind = kind_of(path)
     if kind:
-        hint = "; - means standard output" if option else ""
         raise InputError(f"{option or 'output'} {path} is {kind}; refusing to replace it "
-                         f"(an output replaces only a regular file{hint})")
+                         f"(an output replaces only a regular file)")
 
 
 @contextmanager
