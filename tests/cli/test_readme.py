@@ -115,7 +115,9 @@ def test_every_readme_python_block_runs_and_prints_what_it_says(index, tmp_path)
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     promised = [m.group(1).strip() for m in re.finditer(r"print\(.*\)\s+# (.*)", code)]
+    printed = done.stdout.splitlines()
+    if "Trainer(" not in code:          # a Trainer also logs a line per evaluation
+        assert len(printed) == len(promised), (printed, promised)
     if get_backend() == "numpy":        # on a device the dropout masks come from its generator
-        assert done.stdout.splitlines() == promised
-    else:
-        assert len(done.stdout.splitlines()) == len(promised)
+        lines = iter(printed)           # each promise, in order (`in` consumes the iterator)
+        assert all(line in lines for line in promised), (printed, promised)
