@@ -143,8 +143,9 @@ def test_gpu_check_rehearsal_runs_every_step_in_its_budget(tmp_path):
     tests = steps["tests"]
     assert tests["passed"] or tests["outcome"].startswith("stopped at its share"), tests
     assert " passed" in tests["last_line"] and "failed" not in tests["last_line"], tests
+    # The budget is the script's own guarantee (each step is stopped at its share), so its
+    # total holds on any machine; how long a step took beside another is not asserted.
     assert sum(s["seconds"] for s in report["steps"] if s["step"] != "main-job") < 150 + 30
-    assert steps["main-job"]["seconds"] <= tests["seconds"] + 30        # in the tests' window
     # The device call brings back 8 files: the main job's run folder stays out of --out.
     assert sorted(f.name for f in out.iterdir()) == [
         "gpu_check.json", "gpu_check.log", "gpu_check.md", "main_job_results.json",
