@@ -98,7 +98,9 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
     copy = fresh(solution_copy, tmp_path, "shapes")
     cases = {"attention_value_gradient_untransposed": (
                  r"task 1: ValueError: line \d+ of layers/attention\.py: shapes \(3, 2, 4, 5\) "
-                 r"and \(3, 2, 4, 6\) do not match in a matrix product while computing dv; "
+                 r"and \(3, 2, 4, 6\) do not match in a matrix product \(they would fit with "
+                 r"the first operand transposed: a transposed operand, or the operands in the "
+                 r"other order\?\) while computing dv; "
                  r"the line reads `dv = dropped @ dout`"),
              "layernorm_mean_without_keepdims": (
                  r"task 1: ValueError: line \d+ of layers/normalization\.py: shapes \(3, 4, 5\) "
@@ -148,7 +150,8 @@ def test_an_error_names_the_line_that_raised_it_or_called_a_helper_that_did(tmp_
     def scenario(pkg, source, standins, which):
         getattr(importlib.import_module(f"{pkg}.layer"), which)()
     with pytest.raises(ValueError, match=r"^line 5 of layer\.py: shapes \(3, 4\) and \(2, 4\) "
-                                         r"do not match while computing a; the line reads `a = "):
+                                         r"do not match \(alike but for the length of one axis: is one of them[^)]*\) "
+                                         r"while computing a; the line reads `a = "):
         scenario("fake_package", None, None, which="bad")
     with pytest.raises(ValueError, match=r"^line 8 of layer\.py: backward called before "
                                          r"forward while computing x; the line reads `x = "):

@@ -155,3 +155,80 @@ def test_a_term_scaled_or_with_its_sign_flipped_is_named():
     dout = rng.normal(size=want.shape)
     assert "the incoming gradient is not multiplied in" in diagnose(
         "dx", "dx.0", want * dout, want, {"dout": dout})
+
+
+def formula_free(text, part):
+    return not formula_hits(grader_text(text), [part]) and not BARE.search(text)
+
+
+def test_a_shape_error_of_a_transposed_operand_or_another_inputs_gradient_is_named():
+    from numpy_transformer.course.grading.steps import mismatch, product_hint, shape_hint
+    swapped_ = mismatch("operands could not be broadcast together with shapes (6,5) (5,6) ",
+                        "", None)
+    assert "a transposed operand" in swapped_
+    assert "the query's" in shape_hint("(3,4,6)", "(3,5,6)")
+    assert "another input" in shape_hint("(3, 4)", "(2, 4)")
+    assert "query" not in shape_hint("(3, 4)", "(2, 4)")
+    assert "a transposed operand" in mismatch("matmul: Input operand 1 has a mismatch", "x", None)
+    assert "the first operand transposed" in product_hint("(6, 5)", "(6, 3)")
+    assert "the two operands in the other order" in product_hint("(5, 6)", "(4, 5)")
+    assert shape_hint("(3, 4)", "(5, 6)") == ""
+    rng = np.random.default_rng(4)
+    want, q, k = rng.normal(size=(3, 5, 6)), rng.normal(size=(3, 4, 6)), rng.normal(size=(3, 5, 6))
+    said = diagnose("the gradient of input 2", "dx.1", want, q + 1.0, {"q": q, "k": k})
+    assert "the gradient of another input (q's?)" in said
+    weight = rng.normal(size=(5, 6))
+    assert "last two axes swapped: a transposed operand" in diagnose(
+        "the gradient of weight", "grad.weight", weight, weight.T.copy())
+    for text in (swapped_, said):
+        assert formula_free(text, "linear"), text
+
+
+def test_an_array_not_finite_is_named_by_its_slip_or_by_what_commonly_makes_one():
+    from numpy_transformer.course.grading.diagnose import not_finite
+    want, have = np.ones(4), np.array([1.0, np.nan, 2.0, np.inf])
+    said = not_finite("update.0.w", "update.0.w", want, have, {})
+    assert "a square root of a negative number" in said and "a division by zero" in said
+    slip = {"term.update.0.w|the second moment is not squared": have.copy()}
+    assert "the second moment is not squared" in not_finite(
+        "update.0.w", "update.0.w", want, have, slip)
+    other = np.array([1.0, 2.0, np.nan, np.inf])            # nan elsewhere: not that slip
+    assert "the second moment" not in not_finite("update.0.w", "update.0.w", want, other, slip)
+    assert formula_free(said, "adam")
+
+
+def test_dropouts_backward_skipped_is_named_as_dropout():
+    rng = np.random.default_rng(5)
+    dout = rng.normal(size=(2, 3, 4))
+    mask = rng.random(dout.shape) > 0.3
+    want = dout * mask / 0.7                        # dropout's backward, p unknown to the task
+    said = diagnose("the gradient of input 1", "dx.0", want, dout.copy(), {"dout": dout})
+    assert "dropout's backward skipped" in said
+    scale = rng.normal(size=dout.shape[1:])         # a stand-in: a drawn scale per entry
+    standin = diagnose("the gradient of input 1", "dx.0", scale * dout, dout.copy(),
+                       {"dout": dout, "standin.dropout": scale})
+    assert "dropout's backward" in standin          # a stand-in named for the dropout
+    plain = diagnose("the gradient of input 1", "dx.0", np.tanh(dout), dout.copy(),
+                     {"dout": dout})
+    assert "dropout" not in plain and "passed on unchanged" in plain
+
+
+def test_the_new_slips_are_said_without_a_formula():
+    from numpy_transformer.course.grading import known_slips
+    from numpy_transformer.layers.normalization import LayerNorm
+    rng = np.random.default_rng(6)
+    p = np.exp(rng.normal(size=(2, 3, 4)))
+    p /= p.sum(axis=-1, keepdims=True)
+    found = known_slips.slips("softmax", dict(p=p, dp=rng.normal(size=p.shape), axis=-1))
+    causes = [key.partition("|")[2] for key in found if "|" in key]
+    assert any("another axis (axis 0)" in c for c in causes)
+    assert any("not multiplied by the softmax's output" in c for c in causes)
+    layer = LayerNorm(4)
+    x = rng.normal(size=(2, 3, 4))
+    layer.forward(x)
+    layer.backward(rng.normal(size=x.shape))
+    found = known_slips.slips("layernorm", dict(layer=layer, x=x, dout=rng.normal(size=x.shape)))
+    causes += [key.partition("|")[2] for key in found if "|" in key]
+    assert any("the normalized input" in c for c in causes)
+    for cause in causes:
+        assert formula_free(cause, "softmax") and formula_free(cause, "layernorm"), cause

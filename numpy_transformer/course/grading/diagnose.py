@@ -28,12 +28,25 @@ signatures of a mistake against the expected array and says what it sees:
                         from known_slips.py in the reference's runs: another GELU
                         form's derivative, a bias correction left out, a child's backward
                         skipped, ...): "is exactly what you get when <cause>"
-    an input passed on  have is an input array of the task (the incoming gradient, dV, x2)
+    an input passed on  have is an input array of the task (the incoming gradient, dV, x2);
+                        where the task holds a dropout (an argument or a stand-in named for
+                        it), its backward is named first among the steps that may be skipped
+    dropout skipped     have is the incoming gradient and differs from want only where want
+                        is 0 and by one constant factor elsewhere: a mask and a scale both
+                        missing, dropout's backward
     a child skipped     a child's parameter gradient is all zero
+    a wrong shape       have's shape is want's with its last two axes swapped (a transposed
+                        operand), or another input's shape (that input's gradient given)
+    not finite          (`not_finite`, judgement.py) a known slip whose array holds nan at the
+                        same entries (Adam's second moment not squared), else what commonly
+                        makes one: a square root of a negative, a division by zero
 
 Never the expected formula: only how the two arrays relate, and the slip's name in words.
 "" when nothing fits. `error_hint` adds to a worker's error message (steps.located
 names the student's line, the shapes and the array being computed).
+steps.mismatch names a shape error's kind in the worker's message itself (a matrix
+product whose sides would fit transposed or swapped, two shapes one the other's transpose,
+two alike but for one axis' length), so the grader and `check` both say it.
 `import_failure` turns a worker's "SyntaxError: ... (softmax.py, line 49)" into one
 clear message: "layers/softmax.py does not import: SyntaxError at line 49".
 """
@@ -268,13 +281,46 @@ def chain_rule_missing(have, want, inputs):
             and not near(have, want) and near(have * np.asarray(dout, dtype=float), want))
 
 
+def near_finite(have, want):
+    """`near`, where both may hold nan or inf: the same entries not finite (the same inf),
+    the finite ones near."""
+    have, want = np.asarray(have, dtype=float), np.asarray(want, dtype=float)
+    if have.shape != want.shape:
+        return False
+    bad = ~np.isfinite(want)
+    if not np.array_equal(bad, ~np.isfinite(have)) or not np.array_equal(
+            np.isnan(have), np.isnan(want)) or np.any(have[bad & ~np.isnan(have)]
+                                                     != want[bad & ~np.isnan(want)]):
+        return False
+    return near(have[~bad], want[~bad])
+
+
 def known_slip(name, have, inputs):
     """The cause of the first known slip of output `name` that `have` equals (inputs
-    "term.<name>|<cause>", from known_slips.py in the grader's reference run), else ""."""
+    "term.<name>|<cause>", from known_slips.py in the grader's reference run), else "";
+    a slip's array that is not finite is matched entry by entry (nan where nan)."""
     for key, form in inputs.items():
         output, _, cause = key[5:].partition("|")
-        if key.startswith("term.") and cause and output == name and near(have, form):
+        if key.startswith("term.") and cause and output == name and near_finite(have, form):
             return cause
+    return ""
+
+
+NOT_FINITE = ("what commonly makes one: a square root of a negative number (a quantity that "
+              "can be negative, a moment or a variance, under a square root?), a division by "
+              "zero (a denominator that can be zero: a sum, a count, a norm?), or a log or "
+              "an exponential out of range")
+
+
+def not_finite(what, name, want, have, inputs=None):
+    """Why an array holds nan or inf where the expected one is finite: the known slip that
+    gives it, else what commonly makes one (never the formula)."""
+    what = what.removeprefix("the ")
+    slip = known_slip(name, have, inputs or {})
+    if slip:
+        return f"your {what} is exactly what you get when {slip}"
+    if np.all(np.isfinite(want)):
+        return f"your {what} holds nan or inf where the expected one is finite: {NOT_FINITE}"
     return ""
 
 
@@ -322,6 +368,23 @@ def error_hint(message):
     return "a sum over too few axes?" if more else ""
 
 
+def shape_signature(what, name, want, have, inputs):
+    """What a gradient of the wrong shape suggests, by its shape alone: the expected shape
+    with its last two axes swapped (a transposed operand), or the shape of another input
+    of the task, not this one's (the gradient of that input)."""
+    if have.ndim >= 2 and have.shape == want.swapaxes(-1, -2).shape:
+        return (f"your {what} has the expected shape with its last two axes swapped: a "
+                "transposed operand, or the operands of a product in the other order?")
+    if not name.startswith(("dx.", "grad.")):
+        return ""
+    others = [key for key, given in inputs.items() if "." not in key and key != "dout"
+              and np.ndim(given) >= 1 and np.shape(given) == have.shape]
+    if others:
+        return (f"your {what} has the shape of the input {others[0]}, not this one's: the "
+                f"gradient of another input ({others[0]}'s?) given, or added in, here?")
+    return ""
+
+
 def input_sizes(inputs):
     """{name: shape} of the task's input arrays (not its parameters, prefilled gradients
     or terms), whose sizes name factors too (the rows of dout for a bias gradient)."""
@@ -341,7 +404,7 @@ def diagnose(what, name, want, have, inputs=None, args=None):
         return (f"your {what} has shape {have.shape}; summed over its extra leading axes it "
                 "agrees: a sum over too few axes?")
     if have.shape != want.shape:
-        return ""
+        return shape_signature(what, name, want, have, inputs)
     sizes = input_sizes(inputs)
     slip = known_slip(name, have, inputs)
     if slip:
@@ -372,18 +435,35 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                 "gradient is not multiplied in (the chain rule's last step missing?)")
     given = passed_through(have, inputs)
     source = "the incoming gradient" if given == "dout" else f"the array {given} it was given"
+    dropout = has_dropout(name, inputs, args)
     m = masked(have, want)
     if m is not None:
         found = None if m == 1.0 else factor_name(m, want.shape, args, sizes)
         scale = ("" if m == 1.0 else f" (and exactly {found[0]} times the expected one "
                  "elsewhere)" if found else f" (and off by {UNNAMED_FACTOR} elsewhere)")
         passed = f"; it is {source}, passed on unchanged" if given else ""
+        if m != 1.0 and given:      # both a mask and a scale missing: dropout's signature
+            return (f"your {what} differs only where the expected one is 0, and elsewhere by "
+                    f"one constant factor{passed}: is dropout's backward skipped (its mask "
+                    "and its scale both missing)?")
         return (f"your {what} differs only where the expected one is 0{scale}: "
-                f"a mask not applied?{passed}")
+                f"a mask not applied{MASK_DROPOUT if dropout else '?'}{passed}")
     if given:
-        return (f"your {what} is {source}, passed on unchanged: is a step (a child's "
-                "backward, a scale, a mask) skipped?")
+        steps = "dropout's backward, a child's backward" if dropout else "a child's backward"
+        return (f"your {what} is {source}, passed on unchanged: is a step ({steps}, a "
+                "scale, a mask) skipped?")
     return ""
+
+
+MASK_DROPOUT = " (dropout's backward skipped?)"
+
+
+def has_dropout(name, inputs, args):
+    """Whether the task holds a dropout: an argument or an input (a stand-in) named for it,
+    or a drop probability among its arguments."""
+    named = [*(inputs or {}), *(args or {})]
+    return any("dropout" in key or "drop" == key.rpartition(".")[2] for key in named) or \
+        "p" in (args or {}) or "dropout" in name
 
 
 def import_failure(message):

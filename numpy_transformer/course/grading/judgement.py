@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from .diagnose import diagnose
+from .diagnose import diagnose, not_finite
 
 NUMERIC = 1e-6      # a wrong array this close is numerics, not derivation
 ROUNDING = 1e-2     # an array's floor of scale, as a fraction of the task's largest value
@@ -100,7 +100,9 @@ def compare(expected, got, keys, tolerance, inputs=None, args=None):
             if not np.array_equal(have, want):
                 problems.append((math.inf, f"{label(name)}: no"))
         elif not np.all(np.isfinite(have)):
-            problems.append((math.nan, f"{label(name)}: not finite"))
+            why = not_finite(label(name), name, want, have, inputs)
+            problems.append((math.nan, f"{label(name)}: not finite" + (f": {why}" if why
+                                                                         else "")))
         else:
             scale = max(float(np.abs(want).max(initial=0.0)), floor)
             err = float(np.abs(have - want).max(initial=0.0)) / scale

@@ -40,9 +40,16 @@ def layernorm(layer, x, dout):
     mu = x.mean(axis=-1, keepdims=True)
     r = 1.0 / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
     xhat, g = (x - mu) * r, dout * gamma
+    lead = tuple(range(x.ndim - 1))
+    held = {name: grad for name, _, grad in layer.named_parameters()}     # after the backward
+    found = {}
+    if "gamma" in held:         # what it holds, its own term swapped for the slip's
+        found["grad.gamma|gamma's gradient leaves out the normalized input (xhat): only the "
+              "incoming gradient is summed"] = (held["gamma"] - (dout * xhat).sum(axis=lead)
+                                                + dout.sum(axis=lead))
     through_mean = np.broadcast_to(-r * g.mean(axis=-1, keepdims=True), x.shape)
     through_variance = -r * xhat * (g * xhat).mean(axis=-1, keepdims=True)
-    return {"the part that flows through the mean": through_mean,
+    return {**found, "the part that flows through the mean": through_mean,
             "the part that flows through the variance": through_variance,
             "dx.0|both parts, the one through the mean and the one through the variance, "
             "are left out": r * g,
@@ -62,6 +69,16 @@ def softmax(p, dp, axis):
     if axis not in (-1, p.ndim - 1):
         found["dx.0|the sum runs over the last axis instead of the softmax's axis"] = (
             p * (dp - (dp * p).sum(axis=-1, keepdims=True)))
+    for other in range(p.ndim):         # any other axis (the first, a middle one)
+        if other not in (axis % p.ndim, p.ndim - 1):     # the last: named above
+            found[f"dx.0|the sum runs over another axis (axis {other}) instead of the "
+                  "softmax's axis"] = p * (dp - (dp * p).sum(axis=other, keepdims=True))
+    found["dx.0|the result is not multiplied by the softmax's output (the probabilities) "
+          "at the end"] = dp - (dp * p).sum(axis=axis, keepdims=True)
+    found["dx.0|the coupled part is not multiplied by the softmax's output (the "
+          "probabilities)"] = p * dp - (dp * p).sum(axis=axis, keepdims=True)
+    found["dx.0|the sum over the softmax's axis leaves out a factor of the softmax's output "
+          "(the probabilities)"] = p * (dp - dp.sum(axis=axis, keepdims=True))
     return {"the part that couples the entries along the softmax's axis": coupled, **found}
 
 
@@ -140,17 +157,23 @@ def adam(params, grads, steps, hyper, optimizer, decay):
     wd = hyper.get("weight_decay", 0.01 if optimizer == "AdamW" else 0.0)
     coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
 
-    def run(p, name, first=True, second=True, kept=True, l2=coupled, late=0, sign=1.0):
+    def run(p, name, first=True, second=True, kept=True, l2=coupled, late=0, sign=1.0,
+            inside=False, squared=True):
         m, v, found = 0.0 * p, 0.0 * p, {}
         for step in range(steps):
             t, before = step + 1 + late, p.copy()
             if wd and optimizer == "AdamW":
                 decay(p, wd)
             g = grads[step, name] + (sign * wd * p if l2 else 0.0)
-            m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+            m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * (g * g if squared else g)
             m_hat = m_new / (1 - b1**t) if first else m_new
             v_hat = v_new / (1 - b2**t) if second else v_new
-            p -= lr * m_hat / (np.sqrt(v_hat) + eps)
+            if inside:
+                with np.errstate(invalid="ignore"):
+                    p -= lr * m_hat / np.sqrt(v_hat + eps)
+            else:
+                with np.errstate(invalid="ignore"):
+                    p -= lr * m_hat / (np.sqrt(v_hat) + eps)
             m, v = (m_new, v_new) if kept else (m, v)
             found[step] = p - before
         return found
@@ -160,7 +183,11 @@ def adam(params, grads, steps, hyper, optimizer, decay):
               "the moments are not kept from one step to the next (the optimizer's state is "
               "not updated in place)": dict(kept=False),
               "the step count of the bias correction is off by one (it counts from one "
-              "step later)": dict(late=1)}
+              "step later)": dict(late=1),
+              "the epsilon is placed inside the square root (it belongs outside it)":
+                  dict(inside=True),
+              "the second moment is not squared (it accumulates the raw gradient, which can "
+              "be negative under the square root)": dict(squared=False)}
     if coupled:
         slips_["the L2 weight decay is left out of the gradient"] = dict(l2=False)
         slips_["the L2 weight decay enters the gradient with the wrong sign"] = dict(

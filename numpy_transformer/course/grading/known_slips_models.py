@@ -51,11 +51,18 @@ def attention(q, k, v, dout, weights, drop, softmax_backward, reference):
         dattn = dout @ v.swapaxes(-1, -2)
         for _ in range(through if drop is not None else 0):
             dattn = drop.backward(dattn)
-        dscores = (softmax_backward(dattn, dropped if after else weights) if softmax
+        local = softmax if callable(softmax) else softmax_backward
+        dscores = (local(dattn, dropped if after else weights) if softmax
                    else dattn) * scale
         return {"dx.0": dscores @ k, "dx.1": dscores.swapaxes(-1, -2) @ q, "dx.2": dv}
     found.update(changed("the softmax's backward is skipped (the weights' gradient is used "
                          "as the scores' gradient)", variant(softmax=False), reference))
+    for cause, local in (
+            ("the softmax's backward takes the Jacobian's diagonal only, elementwise (each "
+             "weight of a row depends on every score of that row)", lambda d, w: d * w),
+            ("the softmax's backward takes the Jacobian's diagonal only (each weight of a row "
+             "depends on every score of that row)", lambda d, w: d * w * (1 - w))):
+        found.update(changed(cause, variant(softmax=local), reference))
     if drop is None:
         return found
     variants = {"the weights' dropout is not undone on their gradient (its backward is "
@@ -124,6 +131,10 @@ def mla_project(layer, dQ, dK, dV, reference):
         variant = {("dx.1" if name == "dx.0" else name): a for name, a in variant.items()
                    if name == "dx.0" or name.startswith("grad.w_kv_compress.")}
         found.update(changed(cause, variant, reference))
+    if "dx.1" in reference and "dx.2" in reference:     # v is k: the latent's gradient twice
+        found.update(changed("the latent's gradient is returned twice, for the value input "
+                             "too (the value input is the key input, which carries it all)",
+                             {"dx.2": reference["dx.1"]}, reference))
     query = rerun(layer, {}, lambda: (dQ,))         # the query's projection skipped
     found.update(changed("the query projection's backward (w_q) is skipped: dQ is passed on "
                          "as it came", {name: a for name, a in query.items()
@@ -152,7 +163,7 @@ PARTS = {"q": "query", "k": "key", "v": "value"}
 
 
 def block_backward(block, dout, decoder, residual=None, self_parts="qkv", memory_parts="kv",
-                   skip_feed_forward=False):
+                   skip_feed_forward=False, cross_query=True):
     """An encoder or decoder block's backward with one slip: the residual path of sublayer
     `residual` dropped, the self-attention's (the memory's) gradient summed over
     `self_parts` (`memory_parts`) of query, key and value only, the feed-forward skipped."""
@@ -166,7 +177,7 @@ def block_backward(block, dout, decoder, residual=None, self_parts="qkv", memory
         dx, dc = block.sublayers[1].exit_backward(dx)
         dq, dk, dv = block.cross_attn.backward(dc)
         dmemory = sum(g for key, g in zip("qkv", (dq, dk, dv)) if key in memory_parts)
-        back = block.sublayers[1].enter_backward(dq)
+        back = block.sublayers[1].enter_backward(dq) if cross_query else 0.0 * dx
         dx = back if residual == 1 else dx + back
     dx, da = block.sublayers[0].exit_backward(dx)
     grads = block.self_attn.backward(da)
@@ -174,6 +185,10 @@ def block_backward(block, dout, decoder, residual=None, self_parts="qkv", memory
         sum(g for key, g in zip("qkv", grads) if key in self_parts))
     dx = back if residual == 0 else dx + back
     return (dx, dmemory) if decoder else dx
+
+
+CROSS_QUERY = ("the cross-attention's query gradient is not added to the block's input "
+               "gradient (the decoder's stream is the cross-attention's query)")
 
 
 def block_slips(block, dout, decoder, reference):
@@ -184,6 +199,8 @@ def block_slips(block, dout, decoder, reference):
              "was read as query, key and value)": dict(self_parts="q")}
     if not decoder:
         slips["the feed-forward's backward is skipped"] = dict(skip_feed_forward=True)
+    else:
+        slips[CROSS_QUERY] = dict(cross_query=False)
     for i, name in enumerate(names):
         slips[f"the residual path's gradient around {name} is dropped (the sublayer's input "
               "gets only the gradient through the sublayer)"] = dict(residual=i)
@@ -247,6 +264,15 @@ def stack(model, dout, decoder, block_only, reference):
     found = {**terms, **changed("the blocks' backward runs in the forward order (the last "
                                 "block's must come first)",
                                 rerun(model, {}, lambda: run(forward=True)), reference)}
+    if decoder:                                 # a block's slip, in every block of the stack
+        def every_block():
+            d = dout if model.norm is None else model.norm.backward(dout)
+            memory = []
+            for layer in reversed(model.layers):
+                d, dm = block_backward(layer, d, True, cross_query=False)
+                memory.append(dm)
+            return d, sum(memory)
+        found.update(changed(CROSS_QUERY, rerun(model, {}, every_block), reference))
     if model.norm is not None:
         found.update(changed("the final LayerNorm's backward is skipped",
                              rerun(model, {}, lambda: run(skip_norm=True)), reference))

@@ -12,7 +12,9 @@ its message the student's line, the arrays' shapes and the array being computed,
     in a matrix product while computing dW; the line reads `dW = x.T @ dy`
 
 in place of NumPy's bare "matmul: Input operand 1 has a mismatch in its core dimension
-0 ...". The line comes last, after "; ": a student's report leaves out a clause that
+0 ...". The shapes' kind is said with them (product_hint, shape_hint): sides of a product
+that would fit with one transposed or the two swapped, two shapes each the other's
+transpose, two alike but for one axis' length (the gradient of another input?). The line comes last, after "; ": a student's report leaves out a clause that
 holds a formula (formulas.redact), and the student's own line may hold one.
 
 Harness code: imports nothing but the standard library, NumPy and the other harness
@@ -218,7 +220,7 @@ def mismatch(message, source, frame):
     """What NumPy's shape error `message` says, with the shapes, or ""."""
     if BROADCAST.search(message):
         a, b = BROADCAST.search(message).groups()
-        return f"shapes {tidy(a)} and {tidy(b)} do not match"
+        return f"shapes {tidy(a)} and {tidy(b)} do not match" + shape_hint(a, b)
     if ADDED_INTO.search(message):
         into, added = (tidy(a) for a in ADDED_INTO.search(message).groups())
         more = len(ast.literal_eval(added)) > len(ast.literal_eval(into))
@@ -227,8 +229,54 @@ def mismatch(message, source, frame):
     if MATMUL.search(message):
         shapes = matmul_shapes(source, frame)
         return (f"shapes {shapes[0]} and {shapes[1]} do not match in a matrix product"
-                if shapes else "the inner sizes of a matrix product do not match")
+                + product_hint(shapes[0], shapes[1]) if shapes else
+                "the inner sizes of a matrix product do not match" + TRANSPOSED)
     return ""
+
+
+TRANSPOSED = (" (a transposed operand, one not transposed where it should be, or the two "
+              "operands in the other order?)")
+
+
+def as_shape(text):
+    try:
+        shape = ast.literal_eval(text) if isinstance(text, str) else text
+        return tuple(int(n) for n in shape)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def shape_hint(a, b):
+    """What two shapes that do not broadcast suggest, by kind: one the other's with its last
+    two axes swapped (a transposed operand), or the two alike but along one axis, of another
+    length (an array of another input: its gradient, of its own length), else ""."""
+    a, b = as_shape(a), as_shape(b)
+    if a is None or b is None or len(a) != len(b) or not a:
+        return ""
+    if len(a) >= 2 and a[:-2] == b[:-2] and a[-2:] == b[-1:-3:-1]:
+        return " (one is the other's shape with its last two axes swapped: a transposed " \
+               "operand, or the operands of a product in the other order?)"
+    differ = [i for i, (m, n) in enumerate(zip(a, b)) if m != n]
+    if len(differ) == 1:        # along the positions: a sequence of another length
+        example = (", such as the query's where the keys' and values' belong" if len(a) >= 3
+                   and differ == [len(a) - 2] else "")
+        return (" (alike but for the length of one axis: is one of them the gradient of "
+                f"another input, one of its own length{example}?)")
+    return ""
+
+
+def product_hint(a, b):
+    """What a matrix product a @ b whose inner sizes differ suggests: the sizes fit with one
+    side transposed, or with the two in the other order."""
+    a, b = as_shape(a), as_shape(b)
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return TRANSPOSED
+    fits = [(a[-2] == b[-2], "the first operand transposed"),
+            (a[-1] == b[-1], "the second operand transposed"),
+            (b[-1] == a[-2], "the two operands in the other order")]
+    said = [words for fit, words in fits if fit]
+    return (f" (they would fit with {' or with '.join(said)}: a transposed operand, or the "
+            "operands in the other order?)" if said else TRANSPOSED)
 
 
 def matmul_shapes(source, frame):
