@@ -76,7 +76,7 @@ def causes(message):
                          else "wrong values, no diagnosis")
         elif ": shape " in problem:
             found.append("wrong shape")
-        elif problem.endswith(": not finite"):
+        elif ": not finite" in problem:
             found.append("not finite")
         elif problem.endswith(": missing"):
             found.append("an output missing")

@@ -423,13 +423,9 @@ def diagnose(what, name, want, have, inputs=None, args=None):
     if assigned(have, want, before):
         return (f"your {what} is the expected one minus what it held before: assigned (=) "
                 "instead of accumulated (+=)?")
-    if before is not None and np.shape(before) == want.shape:
-        c = factor_of(have - before, want - before)     # what was added, off by a factor
-        if c is not None and abs(c) > CLOSE:
-            found = factor_name(c, want.shape, args, sizes)
-            scaled = f"exactly {found[0]} times" if found else f"off by {UNNAMED_FACTOR} from"
-            return (f"what you added into your {what} (it held a gradient before) is {scaled} "
-                    f"what the expected one adds" + (f": {found[1]}" if found else ""))
+    added = added_off(what, want, have, before, args, sizes)
+    if added:
+        return added
     if chain_rule_missing(have, want, inputs):
         return (f"your {what}, times the incoming gradient, would agree: the incoming "
                 "gradient is not multiplied in (the chain rule's last step missing?)")
@@ -453,6 +449,20 @@ def diagnose(what, name, want, have, inputs=None, args=None):
         return (f"your {what} is {source}, passed on unchanged: is a step ({steps}, a "
                 "scale, a mask) skipped?")
     return ""
+
+
+def added_off(what, want, have, before, args, sizes):
+    """The sentence for a prefilled gradient (`before`) to which the student added the
+    expected amount times a constant factor, or ""."""
+    if before is None or np.shape(before) != want.shape:
+        return ""
+    c = factor_of(have - before, want - before)     # what was added, off by a factor
+    if c is None or abs(c) <= CLOSE:
+        return ""
+    found = factor_name(c, want.shape, args, sizes)
+    scaled = f"exactly {found[0]} times" if found else f"off by {UNNAMED_FACTOR} from"
+    return (f"what you added into your {what} (it held a gradient before) is {scaled} "
+            f"what the expected one adds" + (f": {found[1]}" if found else ""))
 
 
 MASK_DROPOUT = " (dropout's backward skipped?)"
