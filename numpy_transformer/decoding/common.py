@@ -1,9 +1,8 @@
 """What every decoding method shares: dropout off while decoding, the KV cache to fill, and
 one error, not a stream of NumPy warnings, when the model's activations are not finite."""
 
+import warnings
 from contextlib import contextmanager
-
-import numpy as np
 
 from ..backend import xp
 from ..validation import check_bool, message
@@ -20,7 +19,8 @@ class NotFinite(InputError):
 def finite(call, *args, **kwargs):
     """call(*args, **kwargs) (a model's encode, or a step's logits) with NumPy's overflow
     warnings held back; NotFinite, said once, if a value it returns is NaN or infinite."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with warnings.catch_warnings():     # NumPy's overflow warnings (a device gives none)
+        warnings.simplefilter("ignore", RuntimeWarning)
         values = call(*args, **kwargs)
     if not bool(xp.isfinite(values).all()):
         raise NotFinite(f"the model's activations are not finite while decoding (NaN or infinity: "
