@@ -185,7 +185,7 @@ def _install(part, final, expected, gzipped, url):
         else:
             with open(part, "rb") as f:
                 _verify(final, expected, _sha256(f), url)
-            refuse_special(final, "--out")            # never renamed over a FIFO or a link
+            refuse_special(final)                     # never renamed over a FIFO or a link
             os.replace(part, final)
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
         os.remove(part)
