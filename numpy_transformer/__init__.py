@@ -7,17 +7,36 @@ optimizers, masks, gradient checker: docs/design.md); `Checkpoint`, `load_checkp
 `load_trained` (a trained run, to translate or generate with) from
 `numpy_transformer.trained`."""
 
+import signal as _signal
+import sys as _sys
+
+_STARTING = _sys.argv[:1] == ["-m"]     # `python -m numpy_transformer` (runpy's argv[0] until
+_CTRL_C = []                            # __main__.py runs): Ctrl-C while it starts is one line
+
+
+def _on_ctrl_c(signum, frame):
+    """Python's own Ctrl-C handler, remembering that it ran: NumPy turns a Ctrl-C that lands
+    while it loads its C parts into an ImportError."""
+    _CTRL_C.append(signum)
+    raise KeyboardInterrupt
+
+
 try:
+    if _STARTING and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _on_ctrl_c)
     from .backend import (default_dtype, get_backend, get_default_dtype, set_backend,
                           set_default_dtype, to_numpy, xp)
     from .module import Module
     from .version import __version__
-except KeyboardInterrupt as _err:     # Ctrl-C while `python -m numpy_transformer` starts
-    import sys as _sys
-    if _sys.argv[:1] != ["-m"]:       # (runpy's argv[0] until __main__.py runs): one line
+except (KeyboardInterrupt, ImportError) as _err:
+    if not _STARTING or not (isinstance(_err, KeyboardInterrupt) or _CTRL_C):
         raise
     from .system.interrupts import interrupted as _interrupted
-    raise SystemExit(_interrupted(_err)) from None
+    raise SystemExit(_interrupted(_err if isinstance(_err, KeyboardInterrupt) else None)) \
+        from None
+finally:
+    if _signal.getsignal(_signal.SIGINT) is _on_ctrl_c:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 CHECKPOINT_NAMES = ("Checkpoint", "load_checkpoint", "save_checkpoint")
 TRAINED_NAMES = ("load_trained", "TrainedRun")
