@@ -1,10 +1,23 @@
 """Repository-wide pytest set-up: run the lesson notebooks whenever nbmake is installed.
 
 `pip install -e ".[test]"` brings no nbmake, so `python -m pytest` then runs the tests
-alone; with the `notebooks` or `dev` extra it also executes every lesson (as `--nbmake`).
+alone; with the `notebooks` or `dev` extra it also executes every lesson (as `--nbmake`),
+the four that train or decode at length (9, 10, 11, 17) in the slow pass.
 """
+
+
+SLOW_LESSONS = ("09_", "10_", "11_", "17_")   # they train or decode a model at length
 
 
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("nbmake") and hasattr(config.option, "nbmake"):
         config.option.nbmake = True
+
+
+def pytest_collection_modifyitems(config, items):
+    """The lessons that train or decode a model for a while run in the slow pass
+    (`-m slow`), as the long training checks do; the others run in the default one."""
+    import pytest
+    for item in items:
+        if item.path.suffix == ".ipynb" and item.path.name.startswith(SLOW_LESSONS):
+            item.add_marker(pytest.mark.slow)

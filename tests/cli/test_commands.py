@@ -72,6 +72,7 @@ COMMANDS = [["train"], ["train-lm"], ["evaluate"], ["translate"], ["average"], [
             ["assignment", "make"], ["assignment", "grade"]]
 
 
+@pytest.mark.slow
 def test_every_command_listed_in_the_help_has_its_own_help():
     top = ok(nt("--help"))
     block = top.split("COMMAND\n", 1)[1].split("\noptions:", 1)[0]
@@ -376,6 +377,7 @@ def test_a_bug_is_reported_as_one_not_as_bad_input():
 
 # Assignments.
 
+@pytest.mark.slow
 def test_assignment_make_and_grade_through_the_command_line(work):
     out = ok(nt("assignment", "make", "--out", "hw1", "--parts", "linear", cwd=work))
     assert out.startswith("wrote a student copy to hw1")

@@ -46,6 +46,7 @@ def runs(tmp_path_factory):
     return work
 
 
+@pytest.mark.slow
 def test_a_finished_run_writes_results_json(runs):
     results = json.loads((runs / "runs" / "reverse" / "results.json").read_text())
     assert results["command"] == "python -m numpy_transformer train --task reverse " \
@@ -102,6 +103,7 @@ def test_bleu_tokenize_is_a_setting_of_train_and_evaluate(runs):
     assert done.returncode == 2 and "--bleu-tokenize" in done.stderr
 
 
+@pytest.mark.slow
 def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_path):
     out = ok(nt("figures", "--all", "--quick", "--out", tmp_path / "figs",
                 "--runs", runs / "runs", cwd=runs))
@@ -126,6 +128,7 @@ def test_figures_all_redraws_every_readme_run_and_writes_summaries(runs, tmp_pat
     assert (tmp_path / "figs" / "masks.png").is_file()              # the lessons' too
 
 
+@pytest.mark.slow
 def test_figures_all_only_redraws_the_named_readme_runs(runs, tmp_path):
     out = ok(nt("figures", "--all", "--only", "multi30k_en_de", "--out", tmp_path / "figs",
                 "--runs", runs / "runs", cwd=runs))
@@ -151,6 +154,7 @@ def test_figures_run_redraws_one_run_into_its_folder(runs):
     error(nt("figures", "--run", "runs/lm", "--all", cwd=runs), 2, "--all")
 
 
+@pytest.mark.slow
 def test_figures_all_redraws_the_curves_of_a_run_whose_folder_is_gone(runs, tmp_path):
     """figures/<name>.json keeps the training curves, so the loss and learning-rate figures
     can be re-drawn (new axes, say) after the run folder is deleted."""

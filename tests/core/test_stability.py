@@ -1,6 +1,7 @@
 """Numerical stability and reproducibility of training itself."""
 
 import numpy as np
+import pytest
 
 from numpy_transformer.backend import xp
 from numpy_transformer.layers import MultiHeadAttention
@@ -32,6 +33,7 @@ def run_steps(config, steps, batch=(2, 12, 10), lr=None, seed=0):
     return losses, model
 
 
+@pytest.mark.slow
 def test_base_configuration_trains_in_float32_without_overflow():
     config = TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, seed=3)  # the paper's base
     losses, model = run_steps(config, steps=3)

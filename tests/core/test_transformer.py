@@ -27,6 +27,7 @@ def ids_with_padding(rng, B, T, V):
 # Every variant's whole-model gradient check is a shared case: gradcheck_cases.py MODEL_CASES,
 # run by tests/core/test_gradcheck.py.
 
+@pytest.mark.slow
 def test_tied_embeddings_gradients(float64, rng):
     model = perturb(build_transformer(tiny_config(tie_embeddings=True, dropout=0.1)), rng)
     names = [name for name, _, _ in model.named_parameters()]
@@ -104,6 +105,7 @@ def test_same_seed_same_weights_and_xavier_range():
     assert np.abs(w).max() <= np.sqrt(6.0 / (8 + 12))
 
 
+@pytest.mark.slow
 def test_paper_base_parameter_count():
     """Base model, shared 37000-token vocabulary, tied target embedding/projection."""
     config = TransformerConfig(37000, 37000, tie_embeddings=True)

@@ -97,6 +97,7 @@ def test_bad_arguments_give_clear_errors(tmp_path, student_copy):
 
 # Grading.
 
+@pytest.mark.slow
 def test_reference_solution_gets_full_marks(solution_copy, tmp_path):
     report_file = tmp_path / "grades.json"
     lines = []
@@ -110,6 +111,7 @@ def test_reference_solution_gets_full_marks(solution_copy, tmp_path):
     assert not list(solution_copy.rglob("__pycache__")), "grading wrote into the copy"
 
 
+@pytest.mark.slow
 def test_fresh_student_copy_imports_and_scores_zero_everywhere(student_copy):
     report = grade(student_copy)
     for result in report.parts:
@@ -125,6 +127,7 @@ def test_filling_in_one_part_scores_exactly_that_part(student_copy, tmp_path, pa
     assert scores == {p: (10 if p == part else 0) for p in PARTS}
 
 
+@pytest.mark.slow
 def test_a_mistake_costs_points_only_in_its_own_part(solution_copy, tmp_path):
     """Every other part runs with the reference in place of the part under test, so a
     broken Linear (which everything uses) costs points in `linear` only."""

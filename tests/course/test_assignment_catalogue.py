@@ -45,6 +45,7 @@ def test_mistake_replaces_one_region_of_its_part_with_other_code(mistake):
     assert function_code(mistaken, mistake.function) != function_code(lines, mistake.function)
 
 
+@pytest.mark.slow
 def test_the_catalogues_right_bodies_score_full_marks(solution_copy, tmp_path):
     copy = shutil.copytree(solution_copy, tmp_path / "copy",
                            ignore=shutil.ignore_patterns("notebooks"))
@@ -102,6 +103,7 @@ def applied(package, mistake):
         file.write_text(before, encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_rewording_comments_and_padding_in_the_regions_changes_no_mistake(solution_copy,
                                                                            tmp_path):
     """The issue's example: a comment of layers/attention.py reworded breaks no test."""

@@ -219,6 +219,7 @@ def test_diagnose_names_slips_missing_terms_and_inputs_passed_on():
         "db", "grad.layers.0.feed_forward.bias", want[0, 0], 0 * want[0, 0])
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_parse_gets_one_clear_message(solution_copy, tmp_path):
     copy = fresh(solution_copy, tmp_path, "syntax")
     file = copy / "numpy_transformer" / "layers" / "softmax.py"

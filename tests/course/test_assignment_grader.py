@@ -75,6 +75,7 @@ def add_import(root, path, line):
     file.write_text(text[:first] + "\n" + line + text[first:])
 
 
+@pytest.mark.slow
 def test_blank_submission_scores_zero_everywhere(solution_copy, tmp_path):
     copy = fresh(solution_copy, tmp_path)
     assert {r.qualname for r in package_regions()} == set(BLANK)

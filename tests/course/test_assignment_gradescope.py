@@ -79,6 +79,7 @@ def autograder_zip(tmp_path_factory):
 
 # assignment grade --gradescope / --csv
 
+@pytest.mark.slow
 def test_gradescope_results_of_the_reference_follow_the_schema(copies, tmp_path):
     visibility = tmp_path / "visibility.json"
     visibility.write_text(json.dumps({"default": "hidden", "softmax": "after_published",
@@ -95,6 +96,7 @@ def test_gradescope_results_of_the_reference_follow_the_schema(copies, tmp_path)
     assert str(tmp_path.parent) not in out.read_text()          # no absolute path
 
 
+@pytest.mark.slow
 def test_gradescope_results_of_a_blank_copy_score_zero_with_reasons(copies, tmp_path):
     out = tmp_path / "results.json"
     done = nt("assignment", "grade", copies / "blank", "--gradescope", out)
@@ -230,6 +232,7 @@ def test_setup_sh_installs_numpy_with_pip(autograder_zip, tmp_path):
     assert f'dependencies = ["{NUMPY_REQUIREMENT}"]' in pyproject
 
 
+@pytest.mark.slow
 def test_autograder_grades_a_whole_student_copy(autograder_zip, copies, tmp_path):
     root = unpack(autograder_zip, tmp_path / "autograder")
     shutil.copytree(copies / "reference", root / "submission" / "my-copy")
@@ -242,6 +245,7 @@ def test_autograder_grades_a_whole_student_copy(autograder_zip, copies, tmp_path
     assert str(tmp_path) not in json.dumps(results)
 
 
+@pytest.mark.slow
 def test_autograder_finds_a_package_uploaded_as_its_files(autograder_zip, copies, tmp_path):
     root = unpack(autograder_zip, tmp_path / "autograder")
     shutil.rmtree(root / "submission")
@@ -303,6 +307,7 @@ def test_autograder_command_rejects_bad_input(tmp_path):
     assert not (tmp_path / "g.zip").exists()
 
 
+@pytest.mark.slow
 def test_autograder_total_timeout_caps_a_whole_submission(copies, tmp_path):
     """assignment autograder --total-timeout: kept in the zip, said in the command's message,
     and a submission that spends it gets 0 for the parts not run, saying why."""

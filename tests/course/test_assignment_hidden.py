@@ -84,6 +84,7 @@ def float_arrays(arrays):
     return [a for a in arrays if a.dtype.kind == "f" and a.size > 1 and np.any(a)]
 
 
+@pytest.mark.slow
 def test_the_copy_holds_no_input_or_output_of_the_graders(student_copy):
     _, shipped = load(student_copy / "numpy_transformer/course/grading/expected.npz")
     by_shape = {}
@@ -117,6 +118,7 @@ def forged_copy(copy):
     return copy
 
 
+@pytest.mark.slow
 def test_looking_answers_up_in_the_copy_scores_zero(student_copy, tmp_path):
     copy = forged_copy(shutil.copytree(student_copy, tmp_path / "copy",
                                        ignore=shutil.ignore_patterns("notebooks")))

@@ -209,6 +209,7 @@ def test_trivial_lines_are_few_and_say_nothing():
                    ["return dy @ W.T", "dx = dout", "d = 2 * x", "return self.w.backward(d)"])
 
 
+@pytest.mark.slow
 def test_full_student_copy_holds_no_solution_grader_or_answer_key(student_copy, solutions):
     hits = leaks(student_copy, solutions)
     assert not hits, "solution lines in the student copy:\n" + "\n".join(
@@ -255,6 +256,7 @@ def formula_leaks(copy):
             for parts in [formula_hits(line)] if parts]
 
 
+@pytest.mark.slow
 def test_full_student_copy_states_no_part_formula(student_copy):
     """Docstrings, comments, hints, lessons (prose and code) and README: no key formula of
     any part (formulas.py, read by meaning) is left; the derivations say what to derive and
@@ -270,6 +272,7 @@ def test_full_student_copy_states_no_part_formula(student_copy):
             "this file) [assignment part linear]") in linear
 
 
+@pytest.mark.slow
 def test_every_part_has_formulas_that_the_reference_states():
     """Each part names its key formulas, and the reference (package and lessons) holds
     some of them: the scan above looks for something real."""
@@ -280,6 +283,7 @@ def test_every_part_has_formulas_that_the_reference_states():
     assert found == set(PARTS)
 
 
+@pytest.mark.slow
 def test_a_copy_keeps_the_formulas_of_the_parts_it_does_not_stub_and_a_teachers_all(tmp_path):
     make(tmp_path / "solution", solutions=True, teacher=True)
     make(tmp_path / "linear", parts=["linear"])

@@ -188,6 +188,7 @@ def copy_hits(copy):
     return hits
 
 
+@pytest.mark.slow
 def test_a_full_student_copy_states_no_formula_by_meaning(student_copy):
     hits = copy_hits(student_copy)
     assert not hits, "formulas in the student copy:\n" + "\n".join(
@@ -221,6 +222,7 @@ def assert_no_formula(said):
     assert not stated, "\n".join(f"{parts}: {m}" for parts, m in stated)
 
 
+@pytest.mark.slow
 def test_a_submission_of_zeros_shows_every_check_and_no_formula(solution_copy, tmp_path):
     copy = fresh(solution_copy, tmp_path)
     replace_regions(copy, BLANK)
@@ -254,6 +256,7 @@ def test_no_message_of_a_catalogue_mistake_states_a_formula(solution_copy, tmp_p
     assert_no_formula(said)
 
 
+@pytest.mark.slow
 def test_a_copy_that_stubs_linear_alone_states_no_linear_formula(tmp_path):
     """A part's formula under other names: lesson 3 and the attention docstring write the
     query projection's backward (Linear's, with W_q and dQ), which a copy stubbing only

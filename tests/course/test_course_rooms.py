@@ -102,6 +102,7 @@ print(json.dumps({"right": RIGHT, "mistakes": len(MISTAKES), "scores": scores,
 """
 
 
+@pytest.mark.slow
 def test_the_course_follows_a_core_in_another_layout(tmp_path):
     scratch = tmp_path / "scratch"
     shutil.copytree(PACKAGE, scratch / "numpy_transformer",

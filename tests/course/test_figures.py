@@ -21,6 +21,7 @@ def check_pngs(folder):
         assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n", path
 
 
+@pytest.mark.slow
 def test_figures_command_writes_every_png(tmp_path):
     out = tmp_path / "figs"
     done = subprocess.run([sys.executable, "-m", "numpy_transformer", "figures", "--quick",
@@ -42,6 +43,7 @@ def test_figure_helpers_return_figures_without_a_path():
     assert isinstance(figures.plot_gradient_norms({False: norms, True: norms}), Figure)
 
 
+@pytest.mark.slow
 def test_figures_by_default_leave_a_clone_s_committed_figures_alone(tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "positional_encoding.png").write_bytes(b"committed")

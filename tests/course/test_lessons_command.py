@@ -162,6 +162,7 @@ def test_html_says_what_the_site_lacks_here_and_still_builds(tmp_path):
     assert "Built without no_such_module_xyz" in row and "pip install no_such_module_xyz" in row
 
 
+@pytest.mark.slow
 def test_html_names_a_lesson_that_fails_and_writes_no_page_for_it(tmp_path):
     for needed in ("nbconvert", "ipykernel"):      # the notebooks extra
         pytest.importorskip(needed)

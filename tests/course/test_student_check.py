@@ -49,6 +49,7 @@ def test_a_solution_copy_passes_every_part(solution_copy):
                                                                  "adam": "pass"})
 
 
+@pytest.mark.slow
 def test_a_blank_copy_passes_no_part(student_copy):
     assert (student_copy / "numpy_transformer/course/grading/expected.npz").is_file()
     assert not (student_copy / "numpy_transformer/course/grading/standins.py").exists()

@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_check.sh")
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_gpu_step_runs_under_the_simulator(tmp_path):
     pytest.importorskip("torch")
@@ -46,6 +47,7 @@ def test_gpu_step_runs_under_the_simulator(tmp_path):
     assert "| tiny |" in table and "ours / PyTorch" in table
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_gpu_profile_runs_under_the_simulator(tmp_path):
     """benchmarks/gpu_profile.py on a CPU: step and queue times of both sides; the columns

@@ -67,6 +67,7 @@ def test_without_tensorboardx_the_error_names_the_extra(monkeypatch, tmp_path):
         TensorBoardLog(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_train_tensorboard_writes_the_run_folders_log(tmp_path):
     pytest.importorskip("tensorboardX")
     quick = ["--quick", "--no-figures", "--no-progress", "--steps", "6", "--warmup", "1"]
@@ -114,6 +115,7 @@ def summaries(folder):
     return settings, texts
 
 
+@pytest.mark.slow
 def test_the_log_holds_the_runs_settings_and_decoded_samples(tmp_path):
     pytest.importorskip("tensorboardX")
     quick = ["--quick", "--no-figures", "--no-progress", "--steps", "6", "--warmup", "1",
