@@ -2,11 +2,11 @@
 
 `pip install -e ".[test]"` brings no nbmake, so `python -m pytest` then runs the tests
 alone; with the `notebooks` or `dev` extra it also executes every lesson (as `--nbmake`),
-the four that train or decode at length (9, 10, 11, 17) in the slow pass.
+the seven that train, decode or time a model at length (9 to 14 and 17) in the slow pass.
 """
 
 
-SLOW_LESSONS = ("09_", "10_", "11_", "17_")   # they train or decode a model at length
+SLOW_LESSONS = ("09_", "10_", "11_", "12_", "13_", "14_", "17_")   # train, decode or time
 
 
 def pytest_configure(config):

@@ -37,6 +37,7 @@ def copy_run(out, steps=150, lr=1e-2, seed=0):
     return held_out
 
 
+@pytest.mark.slow
 def test_the_mean_of_the_last_five_checkpoints_has_a_lower_held_out_loss(tmp_path):
     # Seeds 0-4 gave (average, last, best single), nats per token, on 2026-11-27: (1.123, 1.204,
     # 1.204), (1.038, 1.345, 1.319), (0.940, 1.342, 1.232), (0.966, 1.595, 1.328), (0.922, 1.374,
@@ -93,6 +94,7 @@ def run_folder(tmp_path_factory):
     return work
 
 
+@pytest.mark.slow
 def test_average_a_run_then_evaluate_and_translate_it(run_folder):
     work = run_folder
     assert sorted(p.name for p in (work / "r").glob("step-*")) == \

@@ -61,6 +61,7 @@ def corpus(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_a_corpus_run_whose_outputs_fill_max_len_draws_its_attention_figures(corpus):
     out = ok(nt("train", "--tsv", "words.tsv", "--max-len", "14", *QUICK, "--out", "runs/full",
                 cwd=corpus))

@@ -138,6 +138,7 @@ def test_inconsistent_model_settings_name_the_option(work):
 
 # A run: plain log lines, the run folder, translate / evaluate / generate.
 
+@pytest.mark.slow
 def test_a_run_logs_plain_lines_and_writes_everything_in_its_folder(work, task_run):
     names = {p.name for p in task_run.iterdir()}
     assert {"last.npz", "best.npz", "history.json", "config.json", "src_tokenizer.json",
@@ -240,6 +241,7 @@ def test_a_second_run_into_a_folder_is_refused_and_overwrite_replaces_it(work, t
     assert not list(folder.glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_folder_sigterm_and_a_broken_pipe_all_save(work):
     folder = work / "runs" / "busy"
     proc = subprocess.Popen([*NT, "train", "--task", "reverse", "--quick", "--steps", "5000",
@@ -334,6 +336,7 @@ def _config(**fields):
     return change
 
 
+@pytest.mark.slow
 def test_crafted_checkpoints_are_refused_before_anything_large_is_built(work, task_run):
     src = task_run / "best.npz"
     cases = {"d_model.npz": (_config(d_model=100000, num_heads=4), "config"),

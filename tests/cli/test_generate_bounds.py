@@ -133,6 +133,7 @@ def test_several_samples_print_the_python_apis_texts(lm):
     assert shown == "".join(f"--- sample {i + 1} ---\n{t}\n" for i, t in enumerate(texts))
 
 
+@pytest.mark.slow
 def test_top_p_from_the_command_line(lm):
     args = ["generate", "--checkpoint", lm, "--max-new-tokens", "40", "--seed", "3"]
     assert ok(nt(*args, "--top-p", "1")) == ok(nt(*args))          # p = 1: plain sampling
@@ -143,6 +144,7 @@ def test_top_p_from_the_command_line(lm):
         error(nt(*args, "--top-p", bad), 2, "--top-p", "0 < P <= 1")
 
 
+@pytest.mark.slow
 def test_prompt_file_is_continued_as_a_prompt(lm, tmp_path):
     (tmp_path / "start.txt").write_text("to be or", encoding="utf-8")
     args = ["generate", "--checkpoint", lm, "--max-new-tokens", "30", "--seed", "2"]

@@ -63,6 +63,7 @@ def test_every_digit_of_the_table_is_what_the_command_prints(report):
     assert all(re.fullmatch(r"\d\.\de-\d\d", ROW.match(row).group(2)) for row in table()[2:])
 
 
+@pytest.mark.slow
 @NUMPY_ONLY
 def test_the_command_prints_the_pages_rows(tmp_path):
     """`gradcheck --markdown --layers-only` as a user types it: the page's rows of the

@@ -51,6 +51,7 @@ def test_figures_naming_a_file_is_refused_before_training(tmp_path):
     assert (tmp_path / "figs" / "loss.png").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_evaluate_json_never_writes_over_its_checkpoint_or_the_run(run, tmp_path):
     before = (run / "best.npz").read_bytes()
     for extra in ((), ("--overwrite",)):

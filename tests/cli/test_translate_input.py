@@ -58,6 +58,7 @@ def test_output_file_is_refused_if_it_exists_unless_overwrite(work):
           "--output", "--input")
 
 
+@pytest.mark.slow
 def test_an_output_that_cannot_be_written_is_refused_before_any_work(work):
     """A file, a dangling symbolic link or a link loop where --output's folder should be (or
     a folder without write permission, for a user other than root, who may write anywhere)

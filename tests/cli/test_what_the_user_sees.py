@@ -18,6 +18,7 @@ from doors import NT, error, names, nt, ok, write_word_pairs
 QUICK = ["--steps", "4", "--warmup", "1", "--quick", "--no-figures", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_data_paths_are_printed_as_typed_and_kept_absolute_in_the_run_folder(tmp_path):
     write_word_pairs(tmp_path)
     (tmp_path / "text.txt").write_text("the cat sat on the mat. " * 60)

@@ -148,7 +148,8 @@ def test_each_part_runs_its_own_regions_only(part):
     assert {q for _, q in hit} == {r.qualname for r in package_regions() if r.part == part}
 
 
-@pytest.mark.parametrize("half", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("half", [0, 1])
 def test_mistakes_in_half_the_parts_leave_the_other_half_full(solution_copy, tmp_path, half):
     """End to end: one catalogue mistake in every other part; graded parts without a mistake
     keep full marks and every part with one loses points."""

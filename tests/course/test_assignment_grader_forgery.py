@@ -19,6 +19,8 @@ from numpy_transformer.course.classroom.grade import grade
 from numpy_transformer.course.copies.make import PACKAGE
 from test_assignment_grader import fresh, replace_regions
 
+pytestmark = pytest.mark.slow      # each test starts sandboxed graders: the slow pass
+
 FIND_REFERENCE = '''
 def _find_reference():
     """Any importable copy of the package that is not this one: the forger's hope."""

@@ -270,7 +270,7 @@ def forged(package, root):
     ("two packages", "holds 2 numpy_transformer/ folders"),
     pytest.param("syntax error", "", marks=pytest.mark.slow),     # 4-5 s each: the
     pytest.param("blank", "", marks=pytest.mark.slow),            # slow pass
-    ("forged results", ""),
+    pytest.param("forged results", "", marks=pytest.mark.slow),
 ])
 def test_broken_submissions_score_zero_in_a_valid_results_json(autograder_zip, copies, tmp_path,
                                                                case, reason):

@@ -164,7 +164,8 @@ def check_class(dirs, folder, report):
     return rows
 
 
-@pytest.mark.parametrize("size", [8, pytest.param(30, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [8, 30])
 def test_a_class_grades_with_two_jobs_as_with_one(base, tmp_path, size):
     """The issue's class: 30 copies (8 in the quick run: every kind of copy once), --jobs 2
     then --jobs 1: the same tables in the same order, the same CSV and class.json (30 copies:

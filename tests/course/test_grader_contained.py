@@ -33,6 +33,8 @@ from test_assignment_grader import fresh, replace_regions
 from test_grader_survives import (BOX, class_of, grade_class, prepend, processes_holding, rows,
                                  still_running)
 
+pytestmark = pytest.mark.slow      # each test starts sandboxed graders: the slow pass
+
 needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
 BOX_HARNESS = PACKAGE / "course" / "sandbox"      # holds private_root.py, as the copy does
 

@@ -27,6 +27,8 @@ from numpy_transformer.course.copies.make import package_regions
 from numpy_transformer.course.sandbox.namespaces import isolation
 from test_assignment_grader import fresh
 
+pytestmark = pytest.mark.slow      # each test starts sandboxed graders: the slow pass
+
 BOX = isolation()          # the protections this machine allows (namespaces.py)
 needs_namespaces = pytest.mark.skipif(BOX.level == "none", reason=BOX.line)
 

@@ -27,6 +27,8 @@ from numpy_transformer.course.sandbox.namespaces import DISK_MB, PROCESSES
 from test_assignment_grader import fresh
 from test_grader_survives import BOX, prepend
 
+pytestmark = pytest.mark.slow      # each test starts sandboxed graders: the slow pass
+
 needs_private_root = pytest.mark.skipif(BOX.level != "root", reason=BOX.line)
 GROUPS = part_groups()
 needs_cgroup = pytest.mark.skipif(not GROUPS.parents, reason=f"no cgroup: {GROUPS.why}")

@@ -241,6 +241,7 @@ def test_crafted_resume_configurations_are_one_error_line(run_folder, where, set
              cwd=run_folder), 2, "c/last.npz", where[-1], setting)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"train": [{"step": "x"}], "eval": []}',
                                   '{"train": [], "eval": 3}', '{"train": [{"step": 1}], '
                                   '"eval": []}', "[1]"])
@@ -267,6 +268,7 @@ def test_a_deleted_history_is_said_at_resume(run_folder):
     assert "history.json is missing" in said and "restarts at step 4" in said, said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["[" * 100_000, "[1]", '{"kind": "seq2seq", "settings": []}',
                                   '{"kind": ["lm"], "settings": {}}',
                                   '{"kind": "seq2seq", "settings": {"label_smoothing": "x"}}'])

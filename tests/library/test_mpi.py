@@ -36,9 +36,9 @@ from numpy_transformer.backend import get_backend
 from numpy_transformer.checkpoint import load_checkpoint
 from numpy_transformer.cli.config_file import read_config
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(     # slow: each starts mpiexec ranks
     get_backend() != "numpy", reason="data-parallel training runs on the NumPy backend only: "
-    "it all-reduces the gradients through one host buffer (DataParallelTrainer refuses others)")
+    "it all-reduces the gradients through one host buffer (DataParallelTrainer refuses others)")]
 
 STEPS, TOLERANCE_64, TOLERANCE_32 = 20, 1e-12, 1e-5
 README = Path(__file__).resolve().parents[2] / "README.md"
