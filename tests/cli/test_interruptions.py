@@ -110,8 +110,16 @@ def _graders(folder):
 @pytest.mark.slow
 def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans_up(
         tmp_path):
-    """Slow (a student copy, two graders): test_outputs_guarded.py has the quick form."""
+    """Slow (student copies, two graders): test_outputs_guarded.py has the quick form. The
+    second grade's one part sleeps an hour, so it is still running when SIGTERM comes,
+    however slow the machine (a blank copy's grade could end before the signal)."""
+    from numpy_transformer.course.copies.make import package_regions
+    from numpy_transformer.course.copies.markers import write_region_bodies
     ok(nt("assignment", "make", "--out", tmp_path / "copy"))
+    ok(nt("assignment", "make", "--out", tmp_path / "sleeps", "--parts", "linear"))
+    package = tmp_path / "sleeps" / "numpy_transformer"
+    regions = [r for r in package_regions(package) if r.qualname == "Linear.backward"]
+    write_region_bodies(package, regions, ["import time\ntime.sleep(3600)\nreturn dy"])
     scratch = tmp_path / "tmp"                  # the graders' temporary folder (TMPDIR)
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
@@ -122,7 +130,7 @@ def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans
     os.killpg(first.pid, signal.SIGKILL)        # the grader and its workers: no cleanup
     first.communicate(timeout=DEADLINE)
     assert _graders(scratch) == killed
-    second = _start(["assignment", "grade", tmp_path / "copy"], env=env,
+    second = _start(["assignment", "grade", tmp_path / "sleeps", "--timeout", "3600"], env=env,
                     stdin=subprocess.DEVNULL)
     assert _wait_for(lambda: _graders(scratch) and _graders(scratch) != killed, second)
     assert not set(killed) & set(_graders(scratch))        # the dead one's went first
