@@ -101,13 +101,21 @@ def environment(args):
     return env
 
 
+def default_sigint():
+    """In a step's process, before it starts: SIGINT at its default, so that the SIGINT that
+    stops a step at its share is heard even where this script was started ignoring it (a
+    shell's background job), and pytest prints how far it got."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def launch(name, argv, seconds, env, log, prefix=""):
     """Start one step, to run for at most `seconds`: a dict for `finish`. Its output goes
     to the log as it comes, each line after `prefix` (a step run beside another)."""
     log.write(f"\n=== {name} ({seconds:.0f} s at most): {' '.join(argv)}\n")
     log.flush()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=default_sigint)
     lines = []
     reader = threading.Thread(target=copy_lines, args=(proc.stdout, log, lines, prefix),
                               daemon=True)
