@@ -46,6 +46,8 @@ from numpy_transformer.course.grading import local_check, scoring
 from numpy_transformer.course.selftest.right_bodies import RIGHT, canonical
 
 from blind_mistakes_2 import BLIND
+from test_blind_feedback import (auto_named, body_of, check_text,     # the same reading
+                                 grader_text)
 from test_one_judgement import swapped
 
 SECRET = 53
@@ -74,16 +76,6 @@ HAND = {
 # set counted the same words as not naming a skipped dropout).
 
 
-def body_of(mistake):
-    """The right body of the mistake's function with its one edit made."""
-    right = RIGHT[mistake.function]
-    old, new = canonical(mistake.old), canonical(mistake.new)
-    if right.count(old) != 1:                   # a fragment that parses as something else
-        old, new = mistake.old, mistake.new
-    assert right.count(old) == 1, (mistake.name, old)
-    return right.replace(old, new)
-
-
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory):
     """{name: (grader result, check verdict)} for every mistake of the set."""
@@ -99,28 +91,6 @@ def feedback(tmp_path_factory):
             verdict = local_check.check_parts([mistake.part], path=path)[mistake.part]
         found[mistake.name] = (result, verdict)
     return found
-
-
-def said(message):
-    """A message without the check's own description (its "Expected: ..." tail)."""
-    return message.split(". Expected: ")[0]
-
-
-def grader_text(result):
-    return " ".join(said(c.message) for c in result.checks if not c.passed)
-
-
-def check_text(part, verdict):
-    """`check`'s message without the checks' names."""
-    text = verdict[1]
-    for check in scoring.CHECKS[part]:
-        text = text.replace(f"{check.name}:", "|")
-    return text
-
-
-def auto_named(mistake, text):
-    text = text.lower()
-    return all(any(word in text for word in group) for group in mistake.cause)
 
 
 def named(mistake, side, text):
