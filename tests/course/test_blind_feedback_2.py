@@ -43,7 +43,7 @@ import warnings
 import pytest
 
 from numpy_transformer.course.grading import local_check, scoring
-from numpy_transformer.course.selftest.right_bodies import RIGHT, canonical
+from numpy_transformer.course.selftest.right_bodies import RIGHT
 
 from blind_mistakes_2 import BLIND
 from test_blind_feedback import (auto_named, body_of, check_text,     # the same reading
