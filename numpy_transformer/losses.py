@@ -34,6 +34,9 @@ from .backend import xp
 from .validation import check_float_array, check_integer, check_unit_interval, message
 from .module import Module
 from .errors import InputError, InputTypeError
+from .layers import fused
+
+fused_loss = fused.form("loss")         # None in a student copy that stubs part cross_entropy
 
 
 class CrossEntropyLoss(Module):
@@ -63,6 +66,8 @@ class CrossEntropyLoss(Module):
         self.saved = None
 
     def forward(self, logits, targets, num_tokens=None):
+        if fused.on(fused_loss):                                # one row kernel on a GPU
+            return fused_loss.forward(self, logits, targets, num_tokens)
         V = logits.shape[-1]
         x = logits.reshape(-1, V)                               # (N, V), N = all tokens
         t = xp.asarray(targets).reshape(-1)                     # (N,) a caller's host ids too
@@ -98,6 +103,8 @@ class CrossEntropyLoss(Module):
         if self.saved is None:
             raise InputError("CrossEntropyLoss.backward: backward called before forward "
                              "(each forward allows one backward)")
+        if fused.on(fused_loss):                                # one kernel on a GPU
+            return fused_loss.backward(self, dloss)
         p, t, valid, rows, shape = self.saved
         self.saved = None
         # BEGIN SOLUTION cross_entropy

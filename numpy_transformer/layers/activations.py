@@ -5,6 +5,9 @@ import math
 from ..backend import xp
 from ..module import Module
 from ..validation import check_bool
+from . import fused
+
+fused_activation = fused.form("activation")     # None in a student copy that stubs part gelu
 
 
 class ReLU(Module):
@@ -24,6 +27,8 @@ class ReLU(Module):
         self.saved = None
 
     def forward(self, x):
+        if fused.on(fused_activation):                  # one kernel on a GPU
+            return fused_activation.forward(self, x)
         self.saved = x > 0
         return xp.multiply(x, self.saved, out=x if self.overwrite else None)
 
@@ -50,11 +55,15 @@ class GELU(Module):
         self.saved = None
 
     def forward(self, x):
+        if fused.on(fused_activation):                  # one kernel on a GPU
+            return fused_activation.forward(self, x)
         t = xp.tanh(self.C * (x + self.A * x**3))
         self.saved = (x, t)
         return 0.5 * x * (1.0 + t)
 
     def backward(self, dy):
+        if fused.on(fused_activation):                  # one kernel on a GPU
+            return fused_activation.gelu_backward(self, dy)
         # BEGIN SOLUTION gelu
         # HINT: dy times dy/dx of 0.5 x (1 + tanh(u)), u = c (x + A x^3); forward saved x and t
         x, t = self.saved_for_backward()

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..validation import check_float_array, check_mask, check_integer, message
 from ..module import Module
+from . import fused
 from .dropout import Dropout
 from .linear import Linear
 from .softmax import softmax, softmax_backward
@@ -60,8 +61,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
         `Dropout` module keeps its own mask (A' is recomputed from A and that mask).
     """
     scores = q @ k.swapaxes(-1, -2)                                 # (B, H, Tq, Tk)
-    scores /= math.sqrt(q.shape[-1])
-    attn = softmax(scores, axis=-1, mask=mask)                      # (B, H, Tq, Tk)
+    if fused.on(fused.form("softmax")):                             # scale, mask, softmax: one kernel
+        attn = fused.form("softmax").forward(scores, mask, math.sqrt(q.shape[-1]))
+    else:
+        scores /= math.sqrt(q.shape[-1])
+        attn = softmax(scores, axis=-1, mask=mask)                  # (B, H, Tq, Tk)
     dropped = attn if dropout is None else dropout.forward(attn)    # (B, H, Tq, Tk)
     return dropped @ v, attn                                        # (B, H, Tq, Dh)
 

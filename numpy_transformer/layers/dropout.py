@@ -5,6 +5,7 @@ import numpy as np
 from ..backend import get_backend, xp
 from ..validation import check_unit_interval
 from ..module import Module
+from . import fused
 
 OFF = "off"     # what `saved` holds after a forward that dropped nothing (eval mode, or p = 0)
 
@@ -35,6 +36,8 @@ class Dropout(Module):
         if not self.training or self.p == 0.0:
             self.saved = OFF
             return x
+        if fused.on(fused):                                                  # one kernel on a GPU
+            return fused.dropout_forward(self, x)
         mask = xp.asarray(self._keep(x.shape), dtype=x.dtype)              # 1.0 kept, 0.0 dropped
         mask /= x.dtype.type(1.0 - self.p)
         self.saved = mask

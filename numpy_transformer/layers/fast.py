@@ -14,13 +14,16 @@ unbuffered add at given indices, is slow in NumPy and missing in CuPy.
     fast.ones(a, n)      xp.ones(n, a.dtype) made once per size and kept (read only)
     fast.add_at(a, i, v) xp.add.at(a, i, v)  rows sorted by index, each run summed by add.reduceat
 
-Any other axis falls back to the plain call. tests/core/test_fast.py checks each
+On a GPU (and the device simulator) `add_at` is one kernel, CuPy's `cupyx.scatter_add`
+(atomic adds: a repeated index's rows are summed in no fixed order), unless the fused
+drop-ins are switched off (layers/fused/). Any other axis falls back to the plain call. tests/core/test_fast.py checks each
 function against its plain form. Results agree up to rounding (a matrix-vector
 product adds in another order than NumPy's pairwise sum, `add_at` sums a repeated
 index's rows in another order); `max` is exact.
 """
 
 from ..backend import xp
+from . import fused
 
 # Below this many entries per row, `max` over the last axis is faster as columns.
 SHORT_ROW = 64
@@ -90,6 +93,13 @@ def add_at(a, index, values):
     one `add.reduceat` sums every run at once; the run's distinct indices then take a
     plain fancy-index +=. NumPy's `add.at` is several times slower, CuPy has none.
     """
+    if fused.on(fused):                                           # one kernel on a GPU
+        if fused.on_cupy():
+            import cupyx
+            cupyx.scatter_add(a, index, values)
+            return
+        with fused.one_launch("scatter_add"), fused.plain():
+            return add_at(a, index, values)
     flat = index.reshape(-1)                                      # (N,)
     if flat.size == 0:
         return

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..validation import check_choice, check_float_array, check_integer
 from ..module import Module
+from . import fused
 from .activations import GELU, ReLU
 from .dropout import Dropout
 from .linear import Linear
@@ -42,6 +43,8 @@ class FeedForward(Module):
         self.linear_2 = Linear(d_ff, d_model, rng=rng)
 
     def forward(self, x):
+        if fused.on(fused.form("activation")):       # linear_1's bias inside the activation
+            return fused.form("activation").feedforward(self, x)
         h = self.linear_1.forward(x)                 # (B, T, F)
         h = self.activation.forward(h)               # (B, T, F)
         h = self.dropout.forward(h)                  # (B, T, F)

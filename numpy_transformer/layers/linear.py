@@ -5,7 +5,9 @@ import numpy as np
 from ..backend import get_default_dtype, xp
 from ..validation import check_bool, check_float_array
 from ..module import Module
-from . import fast
+from . import fast, fused
+
+fused_linear = fused.form("linear")     # None in a student copy that stubs part linear
 
 
 class Linear(Module):
@@ -42,6 +44,8 @@ class Linear(Module):
         return y.reshape(*x.shape[:-1], self.out_features)               # (..., D_out)
 
     def backward(self, dy):
+        if fused.on(fused_linear):                        # gradients added inside the products
+            return fused_linear.backward(self, dy)
         # BEGIN SOLUTION linear
         # HINT: ADD x^T dy and sum(dy) into grads; return dy W^T
         x = self.saved_for_backward()
@@ -90,6 +94,8 @@ class TiedLinear(Module):
         return y.reshape(*x.shape[:-1], self.out_features)               # (..., V)
 
     def backward(self, dy):
+        if fused.on(fused_linear):                        # gradients added inside the products
+            return fused_linear.tied_backward(self, dy)
         # BEGIN SOLUTION linear
         # HINT: ADD dy^T x (shaped as E) and sum(dy) into grads; return dy E
         x = self.saved_for_backward()

@@ -4,7 +4,9 @@ from ..backend import get_default_dtype, xp
 from ..validation import check_float_array, check_integer, message
 from ..module import Module
 from ..errors import InputError, InputTypeError
-from . import fast
+from . import fast, fused
+
+fused_norm = fused.form("norm")     # None in a student copy that stubs part layernorm
 
 
 class LayerNorm(Module):
@@ -40,6 +42,8 @@ class LayerNorm(Module):
         self.saved = None
 
     def forward(self, x):
+        if fused.on(fused_norm):                                  # one kernel on a GPU
+            return fused_norm.forward(self, x)
         mu = fast.mean(x, axis=-1, keepdims=True)                 # (..., 1)
         xc = x - mu                                               # (..., D) centred
         var = fast.mean(xc**2, axis=-1, keepdims=True)            # (..., 1) biased variance
@@ -51,6 +55,8 @@ class LayerNorm(Module):
         return y
 
     def backward(self, dy):
+        if fused.on(fused_norm):                                  # two kernels on a GPU
+            return fused_norm.backward(self, dy)
         # BEGIN SOLUTION layernorm
         # HINT: ADD the gamma and beta grads; dx flows through xhat, the mean and the variance
         xhat, r = self.saved_for_backward()

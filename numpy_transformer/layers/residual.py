@@ -2,6 +2,7 @@
 
 from ..module import Module
 from ..validation import check_bool
+from . import fused
 from .dropout import Dropout
 from .normalization import LayerNorm
 
@@ -45,6 +46,8 @@ class SublayerConnection(Module):
 
     def exit(self, x, f):
         """y from x and the sublayer's output f: x + Dropout(f), normalised when post-norm."""
+        if not self.norm_first and fused.on(fused.form("norm")):          # add and norm: one kernel
+            return fused.form("norm").forward(self.norm, x, self.dropout.forward(f))
         z = x + self.dropout.forward(f)                                   # (B, T, D)
         return z if self.norm_first else self.norm.forward(z)             # (B, T, D)
 

@@ -19,7 +19,9 @@ Backward: dx = dz - softmax(x) * sum_j dz_j.
 
 from ..backend import xp
 from ..module import Module
-from . import fast
+from . import fast, fused
+
+fused_softmax = fused.form("softmax")   # None in a student copy that stubs part softmax
 
 
 def softmax(x, axis=-1, mask=None):
@@ -30,6 +32,8 @@ def softmax(x, axis=-1, mask=None):
         p = e / sum(e)                      a row with nothing kept: 0 / 1 = 0, never NaN
     mask must broadcast to x's shape. Returns a new array; x is left alone.
     """
+    if axis in (-1, x.ndim - 1) and fused.on(fused_softmax):     # one kernel on a GPU
+        return fused_softmax.forward(x, mask)
     if mask is None:
         e = x.copy()                                      # x's shape: our array to work in
     else:
@@ -51,6 +55,8 @@ def softmax_backward(dp, p, axis=-1):
 
     Shapes: dp and p alike; returns dx of that shape. No Jacobian is built.
     """
+    if axis in (-1, p.ndim - 1) and fused.on(fused_softmax):      # one kernel on a GPU
+        return fused_softmax.backward(dp, p)
     # BEGIN SOLUTION softmax
     # HINT: the Jacobian-vector product of diag(p) - p p^T along axis, without the Jacobian
     return p * (dp - fast.sum(dp * p, axis=axis, keepdims=True))

@@ -38,7 +38,9 @@ contiguous array ("memset"); a copy of a contiguous array to a contiguous one, a
 both ways ("memcpy"). Not counted: views (reshape and ravel where NumPy makes a view,
 transpose, swapaxes, basic slicing, broadcast_to, expand_dims, squeeze, `.T`), `empty`.
 Code that the device runs as one fused kernel (cupy.fuse, an ElementwiseKernel) runs its
-plain form here inside `counted_as_one(name)`, which counts it as one launch.
+plain form here inside `counted_as_one(name)`, which counts it as one launch; the module
+answers `xp.counted_as_one` too, so that the core's fused drop-ins (layers/fused/) reach it
+without importing this test stand-in.
 Counters nest: each one on counts every launch.
 """
 
@@ -598,5 +600,5 @@ def asnumpy(array):
 
 random = _Namespace(numpy.random, {"default_rng": _Generator})
 module = _Namespace(numpy, {"ndarray": DeviceArray, "asnumpy": asnumpy, "random": random,
-                            "__name__": "simulator"})
+                            "counted_as_one": counted_as_one, "__name__": "simulator"})
 module.__name__ = "simulator"

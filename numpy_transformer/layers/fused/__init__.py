@@ -1,0 +1,184 @@
+"""Fused drop-ins: on a GPU each hot elementwise chain of a layer runs as one kernel.
+
+A training step on CuPy is launch-bound (docs/gpu.md): Python queues a kernel for
+every `+`, `*` and `exp`, about 16 us each, and the layers' chains of small
+operations (LayerNorm, the masked softmax, GELU, the loss) cost more in launches
+than in arithmetic. Each drop-in here does one chain in one kernel (or two),
+computing what the layer's plain code computes:
+
+    norm.forward(ln, x, f)           LayerNorm(x + f) (or of x): y, and xhat, r for backward
+    norm.backward(ln, dy)            LayerNorm.backward: dx (a row kernel), dgamma, dbeta (a column one)
+    softmax.forward(s, mask, d)      softmax(s / d, mask) over the last axis, a row kernel
+    softmax.backward(dp, p)          softmax_backward(dp, p)
+    activation.forward(act, h, b)    ReLU or GELU of h + b, with what the backward keeps
+    activation.gelu_backward(g, dy)  GELU.backward
+    activation.feedforward(ffn, x)   FeedForward.forward, linear_1's bias added inside the activation
+    loss.forward(ce, x, t, n)        CrossEntropyLoss.forward: p and every token's loss in a row kernel
+    loss.backward(ce, dloss)         CrossEntropyLoss.backward: (p - q) / N in place
+    linear.backward(lin, dy)         Linear.backward with dW and db added inside the products
+                                     (cuBLAS's beta = 1), TiedLinear's the same
+    dropout_forward(drop, x)         Dropout.forward: the mask and its product, one kernel
+
+The switch is read at every call: `set_enabled(False)` or `with disabled():` runs the
+plain forms everywhere (the old path, for comparisons). Off the device (NumPy) every
+layer runs its plain code whatever the switch, so the CPU path is unchanged. On the
+device simulator (testing/device_simulator.py) a drop-in runs the plain form inside
+`xp.counted_as_one(name)`: one launch, as CuPy will run it. On CuPy it compiles its
+kernel on first use (CuPy is imported only there).
+
+Every file here but this one computes a graded part's answer and says which
+(`FAST_FORM_OF`); a student copy that stubs the part leaves the file out and the layer
+runs its plain code, the student's. tests/core/test_fused.py checks each drop-in against
+its plain form.
+"""
+
+import contextlib
+import importlib
+
+import numpy
+
+from ...backend import get_backend, xp
+
+_enabled = [True]
+_kernels = {}           # (name, dtype) -> a compiled CuPy kernel
+
+# CUDA helpers of the row kernels: one block of ROW_THREADS threads per row, its sums and
+# maxima reduced in shared memory (T: the row's type, set by the kernel's source).
+ROW_THREADS = 256
+ROW_HELPERS = r"""
+__device__ T block_sum(T v, T* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    T total = sh[0];
+    __syncthreads();
+    return total;
+}
+__device__ T block_max(T v, T* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] = max(sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    T top = sh[0];
+    __syncthreads();
+    return top;
+}
+"""
+
+
+def set_enabled(flag):
+    """Run the fused drop-ins on the device (True, the default) or the plain forms (False)."""
+    _enabled[0] = bool(flag)
+
+
+def enabled():
+    return _enabled[0]
+
+
+@contextlib.contextmanager
+def disabled():
+    """`with disabled(): ...` runs the plain forms, then restores the switch as it was."""
+    saved = _enabled[0]
+    _enabled[0] = False
+    try:
+        yield
+    finally:
+        _enabled[0] = saved
+
+
+def form(name):
+    """The drop-ins' module `name` of this package, or None where a student copy left it out."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"{__name__}.{name}":
+            raise
+        return None
+
+
+def on(form):
+    """Whether a layer takes its fused form `form` (a module of this package, or None where a
+    student copy left it out): the switch on, and the arrays on a device (CuPy or the simulator)."""
+    return form is not None and _enabled[0] and get_backend() != "numpy"
+
+
+def on_cupy():
+    return get_backend() == "cupy"
+
+
+def one_launch(name):
+    """The simulator's count of a fused kernel: its body (the plain form) counts as one launch."""
+    return xp.counted_as_one(name)
+
+
+def plain():
+    """Inside a drop-in on the simulator: the layers' plain code, counted as one launch by the
+    caller's `one_launch`."""
+    return disabled()
+
+
+def row_kernel(name, source, dtype):
+    """The CuPy RawKernel `name` of `source` (ROW_HELPERS and `T` = dtype's C type before it),
+    compiled once per dtype."""
+    key = (name, numpy.dtype(dtype).name)
+    if key not in _kernels:
+        import cupy
+        ctype = {"float32": "float", "float64": "double"}[key[1]]
+        _kernels[key] = cupy.RawKernel(f"typedef {ctype} T;\n" + ROW_HELPERS + source, name)
+    return _kernels[key]
+
+
+def elementwise(name, params, outputs, body):
+    """The CuPy ElementwiseKernel `name` (built once)."""
+    if (name, None) not in _kernels:
+        import cupy
+        _kernels[(name, None)] = cupy.ElementwiseKernel(params, outputs, body, name)
+    return _kernels[(name, None)]
+
+
+def rows(kernel, n_rows, args):
+    """Launch a row kernel: one block of ROW_THREADS threads per row."""
+    if n_rows:
+        kernel((n_rows,), (ROW_THREADS,), args)
+
+
+def i32(n):
+    """A kernel's `int` argument (CuPy passes a Python int as a 64-bit one)."""
+    return numpy.int32(n)
+
+
+def i64(n):
+    return numpy.int64(n)
+
+
+def f64(x):
+    return numpy.float64(x)
+
+
+def dropout_forward(dropout, x):
+    """Same as `dropout.forward(x)` in training with p > 0: y = x m / (1 - p), m kept where
+    u >= p (u uniform in [0, 1), drawn as Dropout._keep draws it); keeps m / (1 - p).
+
+    Shapes: x, y and the kept mask alike. Kernels: the draw, then one for the mask and y.
+    """
+    if not on_cupy():
+        with one_launch("dropout_draw"), plain():
+            keep = dropout._keep(x.shape)                               # (...) boolean
+        with one_launch("dropout_forward"):
+            mask = keep.astype(x.dtype)
+            mask /= x.dtype.type(1.0 - dropout.p)
+            dropout.saved = mask
+            return x * mask
+    seed = int(dropout.rng.integers(2**63))                             # as Dropout._keep
+    u = xp.random.default_rng(seed).random(x.shape, dtype="float32")    # (...)
+    kernel = elementwise("nt_dropout_forward", "T x, float32 u, float32 p, T scale",
+                         "T mask, T y", "mask = u >= p ? scale : (T)0; y = x * mask;")
+    scale = x.dtype.type(1.0) / x.dtype.type(1.0 - dropout.p)         # as the plain mask /= (1 - p)
+    mask, y = kernel(x, u, numpy.float32(dropout.p), scale)
+    dropout.saved = mask
+    return y
