@@ -1,42 +1,55 @@
 """The GPU check's steps, in one time budget: run by benchmarks/gpu_check.sh (after its
-GPU and install checks), or on its own on a CPU as the rehearsal.
+GPU and install checks), or on its own on a CPU as the rehearsal. The prepared call of
+issue 50 (docs/gpu.md, "The prepared call").
 
     python benchmarks/gpu_check.py --out DIR [--budget 480] [--workers 4]
     python benchmarks/gpu_check.py --out DIR --rehearse     # CPU: simulator + PyTorch CPU
 
-Steps, in order, each given a share of what is left of the budget (a step that ends
-early leaves its time to the next ones):
+Steps, in order of what matters most (a step cut short leaves the earlier ones' results),
+each given a share of what is left of the budget (a step that ends early leaves its time
+to the next ones):
 
-    versions   Python, NumPy, CuPy, PyTorch and the device                   (fixed 60 s)
-    tests      the test suite on the device backend, core, library and command tests first,
-               with `-n WORKERS` (pytest-xdist)                                 (share 75)
-    main-job   `train --task reverse`, its held-out exact match from results.json: run
-               beside the tests, in the same window (the tests keep the CPU cores busy, the
-               main job the GPU; on an H200 its 3000 steps took 171 s beside them)
-    timing     benchmarks/gpu_step.py: tiny, small, base against PyTorch eager on the same
-               weights, float32, TF32 off on both sides; greedy and beam decoding (15)
-    profile    benchmarks/gpu_profile.py: kernels, copies, device-busy and queue time per
-               step of tiny and base, ours and PyTorch's, and the CUDA-graph try (10)
+    versions       Python, NumPy, CuPy, PyTorch and the device                (fixed 60 s)
+    timing-base    benchmarks/gpu_timing.py --config base --path both: base, our new path
+                   (flat-buffer Adam, fused drop-ins) and old path (per-array Adam, fused
+                   off) against PyTorch CUDA eager, by the one method, with launches and
+                   busy time from CUPTI (share 35)
+    timing-tiny-small  the same for tiny and small                            (share 15)
+    main-job       `train --task reverse`, its held-out exact match from results.json: run
+                   beside the tests, in the same window (the tests keep the CPU cores busy,
+                   the main job the GPU); never beside a timing step
+    tests          the tests on the device backend (NUMPY_TRANSFORMER_BACKEND=cupy) with
+                   `-n WORKERS` (pytest-xdist): the fused drop-ins' and the flat optimizer's
+                   equality tests first, then the core layer tests, the rest of tests/core,
+                   tests/library                                                (share 50)
+
+The timing steps run alone (a host-bound step is timed on a quiet host), base first: the
+ratio that matters most (base, the new path against PyTorch) comes out even when a later
+step is cut. Each timing step writes its JSON as it goes (after every configuration), so a
+step stopped at its share still leaves what it measured.
 
 The main job's run folder is made in a temporary folder, and only its results.json is
 copied to --out (main_job_results.json): the device call brings back 8 files at most.
 
 A step that reaches its share is interrupted (SIGINT, so pytest prints how many tests
-ran; then SIGKILL) and reported as "stopped at its share", with its last line: how far
-it got. Everything goes to --out: gpu_check.md (the timing table, the main job's
-accuracy, the profile and every step's outcome), gpu_check.json (the same as data),
-gpu_check.log (every step's whole output), and the steps' own timing.json, timing.md,
-profile.json, profile.md, main_job_results.json: 8 files, what a device call brings back.
-Exit 0 when every step passed, 1 otherwise.
+ran and gpu_timing.py writes what it has; then SIGKILL) and reported as "stopped at its
+share", with its last line: how far it got. Everything goes to --out, the report rewritten
+after every step: gpu_check.md (the timing tables, the main job's accuracy and every
+step's outcome), gpu_check.json (the same as data: "rows" holds one row per configuration,
+side and path, the columns of docs/gpu.md's table), gpu_check.log (every step's whole
+output as it comes), timing_base.json, timing_tiny_small.json, main_job_results.json:
+6 files, within what a device call brings back. Exit 0 when every step passed, 1 otherwise.
 
 The rehearsal (--rehearse) runs the same steps on a CPU with the device simulator
 (numpy_transformer/testing/device_simulator.py) for CuPy and PyTorch on the CPU, small
-sizes: the core tests only, 60 training steps, the tiny configuration. CI runs it
+sizes: tiny in place of base, small in place of tiny and small, few steps, 60 training
+steps, the fused and optimizer tests and tests/core. CI runs it
 (tests/library/test_benchmarks_gpu.py), so a broken step shows before device time is spent.
 """
 
 import argparse
 import datetime
+import glob
 import json
 import os
 import shutil
@@ -48,8 +61,22 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEST_ORDER = ["tests/core", "tests/library", "tests/cli", "tests"]   # pytest drops repeats
-SHARES = {"tests": 75, "timing": 15, "profile": 10}
+sys.path.insert(0, ROOT)        # benchmarks.gpu_timing, for the report's tables
+# The tests under CuPy, most telling first (pytest drops repeats; a pattern that matches
+# nothing is left out): the fused drop-ins' and the flat optimizer's equality tests, the
+# optimizer tests, the core layer tests, the rest of the core, the library.
+TEST_ORDER = ["tests/core/test_fused*.py", "tests/core/test_flat*.py", "tests/core/test_optim*.py",
+              "tests/core/test_fast.py", "tests/core/test_adamw_groups.py",
+              "tests/core/test_linear.py", "tests/core/test_normalization.py",
+              "tests/core/test_softmax.py", "tests/core/test_attention.py",
+              "tests/core/test_feedforward.py", "tests/core/test_activations.py",
+              "tests/core/test_dropout.py", "tests/core/test_embedding.py",
+              "tests/core/test_residual.py", "tests/core/test_losses.py",
+              "tests/core/test_transformer.py", "tests/core/test_torch_parity_layers.py",
+              "tests/core", "tests/library"]
+REHEARSAL_TESTS = TEST_ORDER[:5] + ["tests/core"]
+TIMING_FILES = {"timing-base": "timing_base.json", "timing-tiny-small": "timing_tiny_small.json"}
+SHARES = {"timing-base": 35, "timing-tiny-small": 15, "tests": 50}
 BESIDE = "beside"   # the share of a step run in the next step's window
 VERSIONS_SECONDS = 60
 GRACE = 20          # seconds between SIGINT and SIGKILL
@@ -62,32 +89,42 @@ VERSIONS = ("import sys, numpy, torch; "
             " __import__('cupy').cuda.runtime.getDeviceProperties(0)['name'])")
 
 
+def test_paths(patterns):
+    """The test files and folders the patterns name, in order, the missing left out."""
+    out = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            rel = os.path.relpath(path, ROOT)
+            if rel not in out:
+                out.append(rel)
+    return out
+
+
 def plan(args):
     """[(name, argv, share or fixed seconds)] of the steps, for the device or the rehearsal."""
     py, out = args.python, args.out
-    tests = TEST_ORDER[:1] if args.rehearse else TEST_ORDER
+    tests = test_paths(REHEARSAL_TESTS if args.rehearse else TEST_ORDER)
     train = [py, "-m", "numpy_transformer", "train", "--task", "reverse", "--no-progress",
              "--out", os.path.join(args.scratch, "reverse"), "--overwrite"]
-    timing = [py, "benchmarks/gpu_step.py", "--dtype", "float32", "--beam", "4",
-              "--json", os.path.join(out, "timing.json"),
-              "--markdown", os.path.join(out, "timing.md")]
-    profile = [py, "benchmarks/gpu_profile.py", "--json", os.path.join(out, "profile.json"),
-               "--markdown", os.path.join(out, "profile.md")]
+
+    def timing(step, configs):
+        argv = [py, "benchmarks/gpu_timing.py", "--path", "both", "--dtype", "float32",
+                "--json", os.path.join(out, TIMING_FILES[step]), "--config", *configs]
+        if args.rehearse:
+            return argv + ["--steps", "2", "--blocks", "2", "--device-backend", "simulator",
+                           "--torch-device", "cpu"]
+        return argv + ["--device-backend", "cupy", "--torch-device", "cuda"]
     if args.rehearse:
         train += ["--steps", "60"]
-        profile += ["--config", "tiny", "--steps", "2", "--device-backend", "simulator",
-                    "--torch-device", "cpu"]
-        timing += ["--config", "tiny", "--steps", "2", "--device-backend", "simulator",
-                   "--torch-device", "cpu"]
+        base, rest = ["tiny"], ["small"]            # on a CPU: the small ones stand in
     else:
-        timing += ["--config", "tiny", "small", "base", "--device-backend", "cupy",
-                   "--torch-device", "cuda"]
+        base, rest = ["base"], ["tiny", "small"]
     return [("versions", [py, "-c", VERSIONS], None),
+            ("timing-base", timing("timing-base", base), SHARES["timing-base"]),
+            ("timing-tiny-small", timing("timing-tiny-small", rest), SHARES["timing-tiny-small"]),
             ("main-job", train, BESIDE),
             ("tests", [py, "-m", "pytest", "-q", "-p", "no:nbmake", "-n", str(args.workers),
-                       "-m", "not slow", *tests], SHARES["tests"]),
-            ("timing", timing, SHARES["timing"]),
-            ("profile", profile, SHARES["profile"])]
+                       "-m", "not slow", *tests], SHARES["tests"])]
 
 
 def environment(args):
@@ -162,8 +199,9 @@ def copy_lines(stream, log, lines, prefix=""):
             lines.append(line.rstrip())
 
 
-def run_all(args):
-    """Every step in order within the budget; the list of their outcome dicts."""
+def run_all(args, after_step=lambda done: None):
+    """Every step in order within the budget; the list of their outcome dicts.
+    `after_step(done)` runs after every step (the report, rewritten as it grows)."""
     env, steps, done = environment(args), plan(args), []
     ends = time.monotonic() + args.budget
     with open(os.path.join(args.out, "gpu_check.log"), "a") as log:
@@ -189,6 +227,7 @@ def run_all(args):
                 done.append(outcome)
                 print(f"{outcome['step']}: {outcome['outcome']} in {outcome['seconds']:.0f} s "
                       f"-- {outcome['last_line']}", flush=True)
+            after_step(done)
     return done
 
 
@@ -217,31 +256,42 @@ def _read(path, missing):
         return f.read()
 
 
+def timing_reports(out):
+    """{step: gpu_timing.py's report} of the timing steps that wrote one."""
+    reports = {}
+    for step, name in TIMING_FILES.items():
+        try:
+            reports[step] = json.loads(_read(os.path.join(out, name), "null"))
+        except ValueError:                  # cut while writing: gpu_timing writes atomically
+            reports[step] = None
+    return {k: v for k, v in reports.items() if v}
+
+
 def write_report(args, steps, started):
-    """gpu_check.md and gpu_check.json in --out."""
-    table = _read(os.path.join(args.out, "timing.md"),
-                  "(no timing table: the timing step did not finish; see gpu_check.log)\n")
+    """gpu_check.md and gpu_check.json in --out (rewritten after every step)."""
+    from benchmarks.gpu_timing import markdown
+    reports = timing_reports(args.out)
     accuracy = main_job_accuracy(args.out)
     where = ("rehearsal on the CPU: device simulator, PyTorch CPU" if args.rehearse
              else "CuPy and PyTorch CUDA")
-    lines = [f"## GPU check, {started} ({where}; TF32 off on both sides)", "",
-             table, "Main job (`train --task reverse`): " + (
+    lines = [f"## GPU check, {started} ({where}; TF32 off on both sides)", ""]
+    for step in TIMING_FILES:
+        lines += [f"### {step} (benchmarks/gpu_timing.py)", "",
+                  markdown(reports[step]) if step in reports else
+                  f"(no table: the {step} step wrote nothing; see gpu_check.log)\n"]
+    lines += ["Main job (`train --task reverse`): " + (
                  f"held-out exact match {100 * accuracy['exact_match']:.1f}%, token accuracy "
                  f"{100 * accuracy['token_accuracy']:.1f}%" if accuracy else "no results.json"),
-             "", "Where the step's time goes (benchmarks/gpu_profile.py):", "",
-             _read(os.path.join(args.out, "profile.md"), "(no profile: the profile step did "
-                   "not finish; see gpu_check.log)\n"),
-             f"Steps of benchmarks/gpu_check.sh (budget {args.budget:.0f} s):", ""]
+              "", f"Steps of benchmarks/gpu_check.sh (budget {args.budget:.0f} s):", ""]
     lines += [f"- {s['step']}: {s['outcome']} in {s['seconds']:.0f} s"
               + (f" -- last line: {s['last_line']}" if s["last_line"] else "") for s in steps]
     with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    timing, profile = (json.loads(_read(os.path.join(args.out, name), "null"))
-                       for name in ("timing.json", "profile.json"))
+    rows = [row for step in TIMING_FILES if step in reports for row in reports[step]["rows"]]
     with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
         json.dump({"date": started, "rehearsal": args.rehearse, "budget_s": args.budget,
-                   "steps": steps, "main_job": accuracy, "timing": timing,
-                   "profile": profile}, f, indent=1)
+                   "steps": steps, "main_job": accuracy, "rows": rows,
+                   "timing": reports}, f, indent=1)
 
 
 def parse_args(argv=None):
@@ -266,13 +316,16 @@ def main(argv=None):
     args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    def after_step(done):
+        keep_main_job_results(args)
+        write_report(args, done, started)
     with tempfile.TemporaryDirectory(prefix="gpu_check-") as args.scratch:
-        steps = run_all(args)
+        steps = run_all(args, after_step)
         keep_main_job_results(args)
     write_report(args, steps, started)
     print(open(os.path.join(args.out, "gpu_check.md")).read())
     print(f"written: {args.out}/gpu_check.md, gpu_check.json, gpu_check.log, "
-          "main_job_results.json, timing.json, timing.md, profile.json, profile.md")
+          "main_job_results.json, " + ", ".join(TIMING_FILES.values()))
     return 0 if all(s["passed"] for s in steps) else 1
 
 

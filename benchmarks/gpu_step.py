@@ -9,14 +9,15 @@ For each configuration (benchmarks/harness.py: CONFIGS, float32 by default):
    start from the same weights; first- and second-step losses and every first-step
    gradient must agree (harness.check_against_torch: 1e-4 relative on the losses);
 2. timing: one full step (forward, cross-entropy, backward, Adam, zero_grad) of each,
-   in this one process, interleaved step by step (ours, torch, torch, ours, ...) after
-   WARMUP steps (CuPy compiles its kernels on first use). The device is synchronised
-   before each clock reading: `cupy.cuda.get_current_stream().synchronize()` for ours,
-   `torch.cuda.synchronize()` for PyTorch, so a step's time is its kernels' time too;
+   by the one method of benchmarks/gpu_timing.py (ours on its new path only; gpu_timing.py
+   times both paths, with launches and busy time): after WARMUP steps, --blocks rounds
+   of one block of --steps steps per side between two synchronisations of the device, no
+   host copy inside either step (until 2026-11-28 this script synchronised and copied the
+   loss to the host every step: docs/gpu.md, "One way to time");
 3. decoding: our greedy decoding with the KV cache (numpy_transformer.decoding) of the
    configuration's batch for `length` new tokens (EOS disabled), median of 3 runs.
 
-Reported: median step ms (and quartiles) of ours and PyTorch, ours / PyTorch, tokens/s
+Reported: median step ms (and quartiles, over the blocks) of ours and PyTorch, ours / PyTorch, tokens/s
 (source + target tokens of the batch / step time), decode ms per token (one decoding
 step of the whole batch) and generated tokens/s. Exit code 1 when a parity check fails.
 """
@@ -28,6 +29,7 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -36,69 +38,19 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.harness import (ADAM, CONFIGS, PAD,  # noqa: E402
-                                NumpyTrainer, Setup, TorchTrainer, check_against_torch,
-                                make_batch)
+from benchmarks.gpu_timing import (BLOCKS, DEFAULT_STEPS,  # noqa: E402,F401
+                                   DeviceTorchTrainer, Side, device_sync, load_libraries,
+                                   our_step, time_sides, torch_step, torch_sync)
+from benchmarks.harness import (CONFIGS, NumpyTrainer, Setup,  # noqa: E402
+                                check_against_torch, make_batch)
 
-DEFAULT_STEPS = {"tiny": 30, "small": 20, "base": 10}
 WARMUP = 3
 DECODE_REPEATS = 3
 NO_EOS = None       # no end token: every run decodes the same number of tokens
 
 
-class DeviceTorchTrainer(TorchTrainer):
-    """harness.TorchTrainer with its parameters, Adam state, batch and masks on `device`.
-
-    The reference model (benchmarks/torch_reference.py) is built on the CPU from our
-    weights, then its leaf tensors are moved; the causal mask is made on the device
-    each step (the reference would make it on the CPU), the padding masks follow the ids.
-    """
-
-    def __init__(self, setup, state, attention_impl="plain", adam_kwargs=None, device="cuda"):
-        super().__init__(setup, state, attention_impl, adam_kwargs)
-        from benchmarks.torch_reference import make_adam
-        torch = self.torch
-        self.device = torch.device(device)
-        model = self.model
-        model.params = {name: p.detach().to(self.device).requires_grad_(True)
-                        for name, p in model.params.items()}
-        model.pe = model.pe.to(self.device)
-        self.optimizer = make_adam(model, **ADAM, **(adam_kwargs or {}))
-        self.src, self.tgt_in, self.tgt_out = (t.to(self.device) for t in
-                                               (self.src, self.tgt_in, self.tgt_out))
-
-    def target_mask(self):
-        """(B, 1, T, T) boolean: not padding and not in the future, made on the device."""
-        T = self.tgt_in.shape[1]
-        causal = self.torch.ones(T, T, dtype=self.torch.bool, device=self.device).tril()
-        return (self.tgt_in != PAD)[:, None, None, :] & causal
-
-    def logits(self):
-        return self.model.forward(self.src, self.tgt_in, None, self.target_mask())
-
-    def grads(self):
-        """{dotted name: NumPy copy of the gradient} (zeros where none), from the device."""
-        return {name: (p.grad if p.grad is not None else self.torch.zeros_like(p))
-                .detach().cpu().numpy() for name, p in self.model.params.items()}
-
-
-def device_sync(backend):
-    """A function that waits for the active array module's queued work (no-op on a CPU)."""
-    if backend == "cupy":
-        import cupy
-        return lambda: cupy.cuda.get_current_stream().synchronize()
-    return lambda: None
-
-
-def torch_sync(torch, device):
-    """A function that waits for PyTorch's queued CUDA work (no-op on the CPU)."""
-    if torch.device(device).type == "cuda":
-        return torch.cuda.synchronize
-    return lambda: None
-
-
 def timed(fn, sync):
-    """Seconds `fn()` takes, the device synchronised before and after."""
+    """Seconds `fn()` takes, the device synchronised before and after (decoding)."""
     sync()
     t0 = time.perf_counter()
     fn()
@@ -116,18 +68,21 @@ def summarize(seconds, tokens):
 
 
 def time_steps(setup, args, torch_factory, syncs):
-    """Our trainer and PyTorch's from the same weights, stepped alternately: a dict of
-    {"ours": [seconds], "torch": [seconds]} over the timed steps."""
+    """Our trainer and PyTorch's from the same weights, timed by gpu_timing.py's method:
+    {"ours": [seconds per step, one per block], "torch": [...]}."""
     ours = NumpyTrainer(setup)
     theirs = torch_factory(setup, ours.model.state_dict())
-    trainers = [("ours", ours, syncs[0]), ("torch", theirs, syncs[1])]
-    times = {"ours": [], "torch": []}
-    for i in range(WARMUP + args.steps_for(setup.name)):
-        for kind, trainer, sync in (trainers if i % 2 == 0 else trainers[::-1]):
-            seconds = timed(trainer.step, sync)
-            if i >= WARMUP:
-                times[kind].append(seconds)
-    return times
+    sides = {"ours": Side("ours", ours, our_step(ours), contextlib.nullcontext, "ours"),
+             "torch": Side("torch", theirs, torch_step(theirs), contextlib.nullcontext, "torch")}
+
+    def sync():
+        syncs[1]()
+        syncs[0]()
+    for side in sides.values():
+        for _ in range(WARMUP):
+            side.step()
+    times = time_sides(sides, args.steps_for(setup.name), args.blocks, sync)
+    return {name: t["wall"] for name, t in times.items()}
 
 
 def time_decode(setup, sync, beam=0):
@@ -235,7 +190,10 @@ def parse_args(argv=None):
                    help="one or more configurations (benchmarks/harness.py)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--steps", type=int, default=None,
-                   help=f"timed steps after {WARMUP} warm-up steps (default {DEFAULT_STEPS})")
+                   help=f"steps per timed block, after {WARMUP} warm-up steps "
+                        f"(default {DEFAULT_STEPS})")
+    p.add_argument("--blocks", type=int, default=BLOCKS,
+                   help=f"timed blocks per side (default {BLOCKS})")
     p.add_argument("--device-backend", choices=["cupy", "simulator"], default="cupy",
                    help="our array module: CuPy, or the CPU device simulator (to test this "
                         "script without a GPU)")
@@ -247,32 +205,12 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.steps is not None and args.steps < 1:
         p.error("--steps must be >= 1")
+    if args.blocks < 1:
+        p.error("--blocks must be >= 1")
     if args.beam < 0 or args.beam == 1:
         p.error(f"--beam: expected 0 (no beam timing) or at least 2, got {args.beam}")
     args.steps_for = lambda name: args.steps or DEFAULT_STEPS[name]
     return args
-
-
-def load_libraries(args):
-    """Select our backend, import torch and check the devices; (torch, error message)."""
-    try:
-        import torch
-    except ImportError:
-        return None, "PyTorch is not installed: python -m pip install torch==2.13.0"
-    if args.torch_device == "cuda" and not torch.cuda.is_available():
-        return None, (f"PyTorch {torch.__version__} sees no CUDA device: a CPU-only build "
-                      "(reinstall a CUDA build of torch==2.13.0) or no GPU here")
-    torch.backends.cuda.matmul.allow_tf32 = False       # full float32 on both sides: CuPy
-    torch.backends.cudnn.allow_tf32 = False             # uses TF32 only with CUPY_TF32=1
-    from numpy_transformer.backend import set_backend
-    try:
-        set_backend(args.device_backend)
-        if args.device_backend == "cupy":
-            import cupy
-            cupy.cuda.runtime.getDeviceCount()           # raises without a usable GPU
-    except Exception as err:                             # ImportError, CUDARuntimeError
-        return None, f"{type(err).__name__}: {err}"
-    return torch, None
 
 
 def main(argv=None):
@@ -292,7 +230,8 @@ def main(argv=None):
     results = [run_setup(Setup(name, args.dtype), args, torch_factory, syncs)
                for name in args.config]
     report = {"machine": info, "steps": {n: args.steps_for(n) for n in args.config},
-              "warmup": WARMUP, "results": results}
+              "blocks": args.blocks, "warmup": WARMUP, "method": "benchmarks/gpu_timing.py",
+              "results": results}
     print(f"\n(total {time.perf_counter() - t0:.0f} s)\n\n" + markdown(report))
     if args.json:
         with open(args.json, "w") as f:

@@ -147,7 +147,9 @@ class NumpyTrainer(TimedStep):
 
     library = "numpy_transformer"
 
-    def __init__(self, setup, state=None):
+    def __init__(self, setup, state=None, fast=True):
+        """fast: Adam's `fast` argument (True, as the Trainer builds it; the GPU timing's
+        old path passes "per-array", benchmarks/gpu_timing.py)."""
         from numpy_transformer.backend import on_device, set_default_dtype
         from numpy_transformer.losses import CrossEntropyLoss
         from numpy_transformer.models import build_transformer
@@ -157,7 +159,7 @@ class NumpyTrainer(TimedStep):
         if state is not None:
             self.model.load_state_dict(state)
         self.loss_fn = CrossEntropyLoss(ignore_index=PAD, label_smoothing=LABEL_SMOOTHING)
-        self.optimizer = Adam(self.model, **ADAM, fast=True)     # as the Trainer builds it
+        self.optimizer = Adam(self.model, **ADAM, fast=fast)     # as the Trainer builds it
         # On the active device once, as the data pipeline would (NumPy: the same arrays).
         self.src, self.tgt_in, self.tgt_out = (on_device(a) for a in make_batch(setup))
 
