@@ -13,12 +13,14 @@
 #
 # Steps: 0. an NVIDIA GPU must be there (nvidia-smi), checked before anything is installed;
 # without one the script stops with a message (exit 2). 1. the install (unless --offline);
-# CuPy must then reach the GPU. 2-5. versions and device; the test suite under CuPy (core,
-# library and command tests first); the main job (train --task reverse) and its held-out
-# accuracy; the training-step timing of tiny, small and base against PyTorch CUDA eager on
-# the same weights (float32, TF32 off on both sides) with greedy and beam decoding. A step
-# that reaches its share of the budget is stopped and says how far it got.
-# Writes DIR/gpu_check.md (the table), gpu_check.json and gpu_check.log. $PYTHON picks the
+# CuPy must then reach the GPU. 2-5. versions and device; base, then tiny and small, timed
+# against PyTorch CUDA eager by benchmarks/gpu_timing.py (both our paths, launches and busy
+# time from CUPTI; float32, TF32 off on both sides); the tests under CuPy (the fused and
+# flat-optimizer tests first) with the main job (train --task reverse) beside them. A step
+# that reaches its share of the budget is stopped and says how far it got. The prepared
+# call of a device loan: --offline --budget 360 --workers 12 (docs/gpu.md).
+# Writes DIR/gpu_check.md (the tables), gpu_check.json, gpu_check.log, timing_base.json,
+# timing_tiny_small.json and main_job_results.json, after every step. $PYTHON picks the
 # interpreter (default python, else python3). Exit 0 when every step passed, 1 when one failed or was
 # stopped, 2 without GPU/CuPy or for a bad option.
 set -euo pipefail
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
             [ $# -ge 2 ] || usage "$1 needs a value"
             case "$1" in --out) OUT=$2 ;; --budget) BUDGET=$2 ;; --workers) WORKERS=$2 ;; esac
             shift ;;
-        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) usage "unknown option $1" ;;
     esac
     shift
