@@ -201,6 +201,13 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         self.w_o = Linear(D, D, bias, rng=rng)
         self.dropout = Dropout(dropout, rng=rng, name="dropout")
 
+    def forward(self, q, k, v, mask=None, cache=None):
+        """y (B, Tq, D), as MultiHeadAttentionBase.forward; on a GPU in training, the heads laid
+        out by the projections' bias kernels (layers/fused/attention.py)."""
+        if cache is None and fused.on(fused.form("attention")):
+            return fused.form("attention").forward(self, q, k, v, mask)
+        return super().forward(q, k, v, mask, cache)
+
     # Three separate projections even when q is k is v; fusing them into one
     # (D, 3D) matmul only needs `project` and `project_backward` to change.
     def project(self, q, k, v, cache=None):

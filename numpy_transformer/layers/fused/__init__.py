@@ -43,7 +43,8 @@ _enabled = [True]
 _kernels = {}           # (name, dtype) -> a compiled CuPy kernel
 
 # CUDA helpers of the row kernels: one block of ROW_THREADS threads per row, its sums and
-# maxima reduced in shared memory (T: the row's type, set by the kernel's source).
+# maxima reduced in shared memory (T: the row's type, and NEG_INF, set by `row_kernel`; no
+# header is included, so nothing relies on math.h's macros).
 ROW_THREADS = 256
 ROW_HELPERS = r"""
 __device__ T block_sum(T v, T* sh) {
@@ -61,7 +62,7 @@ __device__ T block_max(T v, T* sh) {
     sh[threadIdx.x] = v;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] = max(sh[threadIdx.x], sh[threadIdx.x + s]);
+        if (threadIdx.x < s && sh[threadIdx.x + s] > sh[threadIdx.x]) sh[threadIdx.x] = sh[threadIdx.x + s];
         __syncthreads();
     }
     T top = sh[0];
@@ -128,8 +129,10 @@ def row_kernel(name, source, dtype):
     key = (name, numpy.dtype(dtype).name)
     if key not in _kernels:
         import cupy
-        ctype = {"float32": "float", "float64": "double"}[key[1]]
-        _kernels[key] = cupy.RawKernel(f"typedef {ctype} T;\n" + ROW_HELPERS + source, name)
+        ctype, neg_inf = {"float32": ("float", "__int_as_float(0xff800000)"),
+                          "float64": ("double", "__longlong_as_double(0xfff0000000000000LL)")}[key[1]]
+        head = f"typedef {ctype} T;\n#define NEG_INF {neg_inf}\n"
+        _kernels[key] = cupy.RawKernel(head + ROW_HELPERS + source, name)
     return _kernels[key]
 
 
@@ -160,6 +163,10 @@ def f64(x):
     return numpy.float64(x)
 
 
+DROPOUT = ("nt_dropout_forward", "T x, float32 u, float32 p, T scale", "T mask, T y",
+           "mask = u >= p ? scale : (T)0; y = x * mask;")
+
+
 def dropout_forward(dropout, x):
     """Same as `dropout.forward(x)` in training with p > 0: y = x m / (1 - p), m kept where
     u >= p (u uniform in [0, 1), drawn as Dropout._keep draws it); keeps m / (1 - p).
@@ -176,8 +183,7 @@ def dropout_forward(dropout, x):
             return x * mask
     seed = int(dropout.rng.integers(2**63))                             # as Dropout._keep
     u = xp.random.default_rng(seed).random(x.shape, dtype="float32")    # (...)
-    kernel = elementwise("nt_dropout_forward", "T x, float32 u, float32 p, T scale",
-                         "T mask, T y", "mask = u >= p ? scale : (T)0; y = x * mask;")
+    kernel = elementwise(*DROPOUT)
     scale = x.dtype.type(1.0) / x.dtype.type(1.0 - dropout.p)         # as the plain mask /= (1 - p)
     mask, y = kernel(x, u, numpy.float32(dropout.p), scale)
     dropout.saved = mask

@@ -17,6 +17,15 @@ from . import elementwise, on_cupy, one_launch, plain
 
 FAST_FORM_OF = "gelu"           # the graded part whose answer this file computes
 
+# CuPy ElementwiseKernels: (name, inputs, outputs, body).
+BIAS_RELU = ("nt_bias_relu", "T h, T b", "T y, bool keep",
+             "T z = h + b; keep = z > (T)0; y = z * (T)keep;")
+BIAS_GELU = ("nt_bias_gelu", "T h, T b, T c, T a", "T x, T t, T y",
+             "x = h + b; t = tanh(c * (x + a * x * x * x)); y = (T)0.5 * x * ((T)1 + t);")
+GELU_BACKWARD = ("nt_gelu_backward", "T dy, T x, T t, T c, T a", "T dx",
+                 "T du = c * ((T)1 + (T)3 * a * x * x);"
+                 "dx = dy * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);")
+
 
 def forward(act, h, b=None):
     """y = act(h + b) (b None: act(h)); act.saved as its plain forward sets it. h: (..., F),
@@ -32,13 +41,10 @@ def forward(act, h, b=None):
     if relu:
         keep = xp.empty(h.shape, dtype=bool)
         y = h if act.overwrite else xp.empty_like(h)
-        elementwise("nt_bias_relu", "T h, T b", "T y, bool keep",
-                    "T z = h + b; keep = z > (T)0; y = z * (T)keep;")(h, b, y, keep)
+        elementwise(*BIAS_RELU)(h, b, y, keep)
         act.saved = keep
         return y
-    kernel = elementwise("nt_bias_gelu", "T h, T b, T c, T a", "T x, T t, T y",
-                         "x = h + b; t = tanh(c * (x + a * x * x * x)); y = (T)0.5 * x * ((T)1 + t);")
-    x, t, y = kernel(h, b, h.dtype.type(act.C), h.dtype.type(act.A))
+    x, t, y = elementwise(*BIAS_GELU)(h, b, h.dtype.type(act.C), h.dtype.type(act.A))
     act.saved = (x, t)
     return y
 
@@ -49,11 +55,7 @@ def gelu_backward(gelu, dy):
         with one_launch("gelu_backward"), plain():
             return gelu.backward(dy)
     x, t = gelu.saved_for_backward()
-    kernel = elementwise(
-        "nt_gelu_backward", "T dy, T x, T t, T c, T a", "T dx",
-        "T du = c * ((T)1 + (T)3 * a * x * x);"
-        "dx = dy * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);")
-    return kernel(dy, x, t, dy.dtype.type(gelu.C), dy.dtype.type(gelu.A))
+    return elementwise(*GELU_BACKWARD)(dy, x, t, dy.dtype.type(gelu.C), dy.dtype.type(gelu.A))
 
 
 def feedforward(ffn, x):

@@ -23,8 +23,8 @@ extern "C" __global__ void nt_cross_entropy_forward(const T* x, const long long*
     long long row = blockIdx.x, at = row * V, t = t_in[row];
     bool ok = !(has_ignore && t == ignore);
     if (!ok) t = 0;                                              // ignored rows read class 0
-    T top = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) top = max(top, x[at + j]);
+    T top = NEG_INF;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) if (x[at + j] > top) top = x[at + j];
     top = block_max(top, sh);
     T s = 0, z_sum = 0;
     for (int j = threadIdx.x; j < V; j += blockDim.x) {
@@ -46,6 +46,13 @@ extern "C" __global__ void nt_cross_entropy_forward(const T* x, const long long*
     }
 }
 """
+
+
+# (p - q) / N in place: q = eps / V + (1 - eps) onehot(t); ignored rows 0. An ElementwiseKernel.
+BACKWARD = ("nt_cross_entropy_backward",
+            "T p, raw int64 t, raw bool valid, int64 V, T smooth, T hit, T scale", "T dx",
+            "long long n = i / V; T g = p - smooth; if (i % V == t[n]) g -= hit;"
+            "dx = valid[n] ? g * scale : (T)0;")
 
 
 def forward(ce, logits, targets, num_tokens=None):
@@ -100,11 +107,7 @@ def backward(ce, dloss=1.0):
     p, t, valid, _, shape = ce.saved_for_backward()
     ce.saved = None
     V, eps = shape[-1], ce.label_smoothing
-    kernel = elementwise(
-        "nt_cross_entropy_backward",
-        "T p, raw int64 t, raw bool valid, int64 V, T smooth, T hit, T scale", "T dx",
-        "long long n = i / V; T g = p - smooth; if (i % V == t[n]) g -= hit;"
-        "dx = valid[n] ? g * scale : (T)0;")
+    kernel = elementwise(*BACKWARD)
     scale = p.dtype.type(float(dloss) / max(ce.num_tokens, 1))
     kernel(p, t, valid, V, p.dtype.type(eps / V), p.dtype.type(1 - eps), scale, p)
     return p.reshape(shape)                                     # (..., V)

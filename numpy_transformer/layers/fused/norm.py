@@ -1,5 +1,6 @@
-"""LayerNorm in two kernels a step: a row kernel forward (the residual add inside it), a row
-kernel and a column kernel backward. The math: layers/normalization.py.
+"""LayerNorm in two kernels a step: a row kernel forward (the residual add inside it), and one
+backward whose blocks are the rows (dx) and, after them, the columns (dgamma and dbeta: they
+read only dy and xhat, which are whole before the launch). The math: layers/normalization.py.
 
     forward(norm, x, f=None)   same as norm.forward(x + f) (or norm.forward(x)): y, and
                                norm.saved = (xhat, r) as the plain forward keeps them
@@ -10,7 +11,7 @@ that stubs the part leaves it out, and LayerNorm runs its plain code, the studen
 """
 
 from ...backend import xp
-from . import f64, i32, i64, on_cupy, one_launch, plain, row_kernel, rows
+from . import ROW_THREADS, f64, i32, i64, on_cupy, one_launch, plain, row_kernel, rows
 
 FAST_FORM_OF = "layernorm"      # the graded part whose answer this file computes
 
@@ -37,10 +38,25 @@ extern "C" __global__ void nt_layernorm_forward(const T* a, const T* b, int has_
 }
 """
 
+# Blocks 0 .. N-1: one row each (dx). The blocks after them: dgamma += sum over rows of
+# dy * xhat, dbeta += sum of dy, one thread per column, in row order (the same order every
+# run; no atomics).
 BACKWARD = r"""
 extern "C" __global__ void nt_layernorm_backward(const T* dy, const T* xhat, const T* r,
-        const T* gamma, int D, T* dx) {
+        const T* gamma, long long N, int D, T* dx, T* dgamma, T* dbeta) {
     __shared__ T sh[256];
+    if (blockIdx.x >= N) {                                      // a block of columns
+        long long j = (blockIdx.x - N) * blockDim.x + threadIdx.x;
+        if (j >= D) return;
+        T sg = 0, sb = 0;
+        for (long long n = 0; n < N; n++) {
+            sg += dy[n * D + j] * xhat[n * D + j];
+            sb += dy[n * D + j];
+        }
+        dgamma[j] += sg;
+        dbeta[j] += sb;
+        return;
+    }
     long long row = blockIdx.x, at = row * D;
     T sg = 0, sgx = 0;
     for (int j = threadIdx.x; j < D; j += blockDim.x) {
@@ -53,24 +69,6 @@ extern "C" __global__ void nt_layernorm_backward(const T* dy, const T* xhat, con
         dx[at + j] = r[row] * (dy[at + j] * gamma[j] - mean_g - xhat[at + j] * mean_gx);
 }
 """
-
-# dgamma += sum over rows of dy * xhat, dbeta += sum of dy: one thread per column, in row
-# order (the same order every run; no atomics).
-PARAMS = r"""
-extern "C" __global__ void nt_layernorm_params(const T* dy, const T* xhat, long long N, int D,
-        T* dgamma, T* dbeta) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= D) return;
-    T sg = 0, sb = 0;
-    for (long long n = 0; n < N; n++) {
-        sg += dy[n * D + j] * xhat[n * D + j];
-        sb += dy[n * D + j];
-    }
-    dgamma[j] += sg;
-    dbeta[j] += sb;
-}
-"""
-
 
 def forward(norm, x, f=None):
     """y = LayerNorm(x + f) (f None: of x), norm.saved = (xhat, r). Shapes: x, f, y (..., D)."""
@@ -93,18 +91,14 @@ def backward(norm, dy):
     """Same as norm.backward(dy): dx (..., D); dgamma, dbeta (D,) added into norm.grads."""
     if not on_cupy():
         with one_launch("layernorm_backward"), plain():
-            dx = norm.backward(dy)
-        with one_launch("layernorm_params"):
-            pass                                    # the column kernel: dgamma and dbeta, counted
-        return dx
+            return norm.backward(dy)
     xhat, r = (xp.ascontiguousarray(a) for a in norm.saved_for_backward())
     D = norm.d_model
     dy = xp.ascontiguousarray(dy)
     dx = xp.empty_like(dy)                                         # (..., D)
-    n = dy.size // D
-    rows(row_kernel("nt_layernorm_backward", BACKWARD, dy.dtype), n,
-         (dy, xhat, r, norm.params["gamma"], i32(D), dx))
-    columns = row_kernel("nt_layernorm_params", PARAMS, dy.dtype)
-    columns(((D + 255) // 256,), (256,), (dy, xhat, i64(n), i32(D),
-                                          norm.grads["gamma"], norm.grads["beta"]))
+    n = dy.size // D                                               # rows, then columns' blocks
+    kernel = row_kernel("nt_layernorm_backward", BACKWARD, dy.dtype)
+    kernel((n + (D + ROW_THREADS - 1) // ROW_THREADS,), (ROW_THREADS,),
+           (dy, xhat, r, norm.params["gamma"], i64(n), i32(D), dx, norm.grads["gamma"],
+            norm.grads["beta"]))
     return dx

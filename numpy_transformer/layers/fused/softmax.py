@@ -25,11 +25,11 @@ extern "C" __global__ void nt_softmax_forward(const T* x, const bool* mask, int 
     long long row = blockIdx.x, at = row * n;
     long long q = row % Tq, h = (row / Tq) % H, b = row / ((long long)Tq * H);
     const bool* keep = mask + b * m0 + h * m1 + q * m2;         // this row's mask, stride m3
-    T top = -INFINITY;
+    T top = NEG_INF;
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-        if (!has_mask || keep[j * m3]) top = max(top, x[at + j] / divisor);
+        if ((!has_mask || keep[j * m3]) && x[at + j] / divisor > top) top = x[at + j] / divisor;
     top = block_max(top, sh);
-    if (top == -INFINITY) top = 0;                              // nothing kept: all zeros
+    if (top == NEG_INF) top = 0;                              // nothing kept: all zeros
     T s = 0;
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
         T e = (!has_mask || keep[j * m3]) ? exp(x[at + j] / divisor - top) : (T)0;
