@@ -349,10 +349,11 @@ def run_block(step, steps, sync):
     return (t2 - t0) / steps, (t1 - t0) / steps
 
 
-def time_sides(sides, steps, blocks, sync):
+def time_sides(sides, steps, blocks, sync, times=None):
     """BLOCKS rounds of one block per side, the order reversed every round:
-    {side: {"wall": [s per step per block], "queue": [...]}}."""
-    times = {name: {"wall": [], "queue": []} for name in sides}
+    {side: {"wall": [s per step per block], "queue": [...]}} (filled into `times`, given,
+    as the blocks end)."""
+    times = times if times is not None else {name: {"wall": [], "queue": []} for name in sides}
     order = list(sides)
     for r in range(blocks):
         for name in (order if r % 2 == 0 else order[::-1]):
@@ -440,32 +441,44 @@ def profile_sides(sides, args, torch, sync):
     return out
 
 
-def measure_config(name, args, torch, fused, notes):
-    """Steps 1-3 of the method for one configuration: its result dict (and its sides)."""
+def measure_config(name, args, torch, fused, notes, report=None):
+    """Steps 1-3 of the method for one configuration: its result dict (and its sides).
+    With `report`, the result is placed in it at once and filled as it grows, so that a
+    SIGINT (KeyboardInterrupt) in the timing still leaves the rounds already done."""
     setup = Setup(name, args.dtype)
     paths = [p for p in PATHS if p in args.paths]
     sync = whole_device_sync(args.device_backend, torch, args.torch_device)
     result = {"config": name, "setup": setup.label(), "batch_size": setup.batch_size,
               "length": setup.length, "tokens_per_step": setup.tokens_per_step,
               "steps_per_block": args.steps_for(name), "blocks": args.blocks,
-              "warmup": args.warmup, "sides": {}, "ratio": {}, "errors": {}}
-    sides, result["errors"] = build_sides(setup, paths, args, torch, fused, notes)
+              "warmup": args.warmup, "sides": {}, "ratio": {}, "errors": {}, "parity": {}}
+    if report is not None:
+        report["results"][name] = result
+    sides, errors = build_sides(setup, paths, args, torch, fused, notes)
+    result["errors"].update(errors)
     losses = warm_up(sides, args.warmup, sync, result["errors"])
     result["parity"] = parity(losses, args.dtype)
     for path, p in result["parity"].items():
         print(f"{name} {path}: loss {p['loss']:.6f} vs PyTorch {p['torch_loss']:.6f} (rel "
               f"{p['loss_rel_diff']:.1e}, step 2 rel {p['loss2_rel_diff']:.1e}) -> "
               f"{'ok' if p['ok'] else 'FAILED'}", flush=True)
+    if report is not None:
+        write(report, args)
     if "torch" not in sides:
         return result, sides
-    times = time_sides(sides, args.steps_for(name), args.blocks, sync)
-    for side_name, side in sides.items():
-        result["sides"][side_name] = {"description": side.description,
-                                      **summarize(times[side_name], setup.tokens_per_step)}
-    t = result["sides"]["torch"]["ms_per_step"]
-    for path in paths:
-        if path in result["sides"]:
-            result["ratio"][path] = result["sides"][path]["ms_per_step"] / t
+    times = {side_name: {"wall": [], "queue": []} for side_name in sides}
+    try:
+        time_sides(sides, args.steps_for(name), args.blocks, sync, times)
+    finally:                                    # stopped: the rounds done so far
+        for side_name, side in sides.items():
+            if times[side_name]["wall"]:
+                result["sides"][side_name] = {"description": side.description, **summarize(
+                    times[side_name], setup.tokens_per_step)}
+        if "torch" in result["sides"]:
+            t = result["sides"]["torch"]["ms_per_step"]
+            for path in paths:
+                if path in result["sides"]:
+                    result["ratio"][path] = result["sides"][path]["ms_per_step"] / t
     print(f"{name}: " + ", ".join(
         f"{s} {r['ms_per_step']:.2f} ms/step (queued in {r['queue_ms']:.2f})"
         for s, r in result["sides"].items()) + "; ours / PyTorch " + ", ".join(
@@ -648,12 +661,12 @@ def main(argv=None):
     try:
         for name in args.config:                # 1-3: all the timing first
             try:
-                result, all_sides[name] = measure_config(name, args, torch, fused, notes)
+                _, all_sides[name] = measure_config(name, args, torch, fused, notes, report)
             except Exception as err:            # the next configuration may still tell
                 print(f"gpu_timing.py: {name}: {type(err).__name__}: {err}", file=sys.stderr)
-                result = {"config": name, "sides": {}, "ratio": {}, "parity": {},
-                          "errors": {"all": f"{type(err).__name__}: {err}"[:300]}}
-            report["results"][name] = result
+                report["results"].setdefault(name, {
+                    "config": name, "sides": {}, "ratio": {}, "parity": {}, "errors": {}})
+                report["results"][name]["errors"]["all"] = f"{type(err).__name__}: {err}"[:300]
             write(report, args)
         if args.profile_steps:                  # 4: then the launches and busy time
             for name, sides in all_sides.items():

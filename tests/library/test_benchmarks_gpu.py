@@ -127,12 +127,61 @@ def test_gpu_timing_times_both_paths_by_one_method_under_the_simulator(tmp_path)
     assert "| tiny | ours | old |" in table and "ours / PyTorch" in table
 
 
+@pytest.mark.slow
+@pytest.mark.torch
+def test_gpu_timing_stopped_at_its_share_keeps_the_rounds_done(tmp_path):
+    """The SIGINT that stops a timing step at its share (gpu_check.py) leaves the JSON of
+    the blocks already timed, marked interrupted, and exit code 1."""
+    import signal
+    import time
+    pytest.importorskip("torch")
+    out = tmp_path / "timing.json"
+    proc = subprocess.Popen(
+        [sys.executable, "benchmarks/gpu_timing.py", "--config", "tiny", "--path", "new",
+         "--steps", "1", "--blocks", "100000", "--device-backend", "simulator",
+         "--torch-device", "cpu", "--json", str(out)], cwd=ROOT,
+        env=dict(os.environ, OMP_NUM_THREADS="1"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(1200):               # the parity is written after the warm-up
+            if out.exists() and json.loads(out.read_text())["results"].get("tiny", {}).get(
+                    "parity"):
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)                     # some blocks
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, output[-2000:]
+    report = json.loads(out.read_text())
+    assert report["interrupted"] and "interrupted" in output
+    tiny = report["results"]["tiny"]
+    assert tiny["parity"]["new"]["ok"] and tiny["sides"]["torch"]["blocks"] >= 1
+    assert [r["path"] for r in report["rows"]][:1] == [None]
+
+
 @pytest.mark.torch
 def test_gpu_timing_one_path_quick(tmp_path):
-    """The quick pass's check of the timing module: one path, one block, no profile."""
+    """The quick pass's check of the timing module, in this process (no new interpreter):
+    one path, one block of one step, no profile; the backend and dtype put back after."""
     pytest.importorskip("torch")
-    report, table, _ = run_timing(tmp_path, "--config", "tiny", "--path", "old",
-                                  "--blocks", "1", "--warmup", "2", "--profile-steps", "0")
+    sys.path.insert(0, ROOT)
+    from benchmarks import gpu_timing
+    from numpy_transformer.backend import (get_backend, get_default_dtype, set_backend,
+                                           set_default_dtype)
+    saved = get_backend(), get_default_dtype()
+    out, md = tmp_path / "timing.json", tmp_path / "timing.md"
+    try:
+        code = gpu_timing.main([
+            "--config", "tiny", "--path", "old", "--steps", "1", "--blocks", "1",
+            "--warmup", "2", "--profile-steps", "0", "--device-backend", "simulator",
+            "--torch-device", "cpu", "--json", str(out), "--markdown", str(md)])
+    finally:
+        set_backend(saved[0])
+        set_default_dtype(saved[1])
+    assert code == 0
+    report, table = json.loads(out.read_text()), md.read_text()
     assert set(report["results"]["tiny"]["sides"]) == {"torch", "old"}
     assert report["rows"][1]["launches"] is None         # no profile asked for
     assert "| tiny | ours | old |" in table
