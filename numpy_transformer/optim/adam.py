@@ -33,13 +33,25 @@ except ImportError:
     fast_forms = None
 
 
+FAST = (False, True, "per-array")    # Adam's forms: plain, flat (the Trainer's), per array
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015) with L2 weight decay, exactly as torch.optim.Adam.
 
     State per parameter: exp_avg (m) and exp_avg_sq (v), shaped like the parameter.
-    fast: step() runs optim/fast.py's `adam_update` in place of `_update` (the same
-    numbers to rounding, in two scratch buffers; the Trainer's choice), where the package
-    has it (a student copy that stubs part adam runs the plain `_update`, the student's).
+    fast, the form of step(), the same numbers to rounding whichever is chosen:
+      False        the plain `_update` below, one parameter at a time (the textbook, graded);
+      True         the Trainer's: the model's parameters and gradients re-homed into one
+                   flat buffer per dtype (optim/flat.py: the layers' arrays become views of
+                   it, so take arrays from `model.params` after building the optimizer), and
+                   optim/fast.py's `adam_flat_step` updates them all at once (blocks of the
+                   CPU's cache on NumPy, a dozen kernels on a device); `zero_grad` is one
+                   fill and `grads` the buffer (clip_grad_norm: one reduction);
+      "per-array"  optim/fast.py's `adam_update` in place of `_update`, one parameter at a
+                   time in two scratch buffers (the Trainer's before the flat form).
+    A package without optim/fast.py (a student copy that stubs part adam) runs the plain
+    `_update`, the student's, whatever `fast` says.
     """
 
     buffer_names = ("exp_avg", "exp_avg_sq")
@@ -47,12 +59,15 @@ class Adam(Optimizer):
 
     def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  param_groups=None, fast=False):
-        if not isinstance(fast, bool):
-            raise InputTypeError(message("fast", "True or False", repr(fast)))
-        self.fast, self.num_scratch = fast, 2 if fast else 0
+        if not any(fast is form or (isinstance(form, str) and fast == form) for form in FAST):
+            raise InputTypeError(message("fast", "True, False or 'per-array'", repr(fast)))
+        form = fast if fast_forms is not None else False      # chosen once, here
+        self.fast, self.num_scratch, self.on_flat_buffers = fast, 2 if form else 0, form is True
         super().__init__(model, param_groups, lr=lr, betas=betas, eps=eps,
                          weight_decay=weight_decay)
-        if fast and fast_forms is not None:          # chosen once, here
+        if form is True:
+            self._flat_step = functools.partial(fast_forms.adam_flat_step, self)
+        elif form:
             self._update = functools.partial(fast_forms.adam_update, self)
 
     def _configure(self, lr, betas, eps, weight_decay):

@@ -17,6 +17,13 @@ views) is listed once, at construction: arrays are updated in place and never
 replaced, so the list stays valid, and `step()` and `zero_grad()` need not walk
 the module tree again (for a small model that walk costs as much as the update).
 
+An optimizer with `on_flat_buffers` set (Adam's `fast=True`) first re-homes the model's
+parameters and gradients into one buffer per dtype, the layers' arrays becoming views into
+it, group after group (optim/flat.py); its state is flat alike, `state` holding the views,
+and `step()` runs the subclass's `_flat_step()` over the buffers, `zero_grad()` fills each
+gradient buffer once and `grads` lists the buffers: a handful of operations a step,
+whatever the number of parameter arrays.
+
 Parameter groups (as torch.optim's param_groups): `param_groups=[{"params": [names
 or arrays], "weight_decay": wd}, ...]` gives each group its own weight decay
 (optim/groups.py: `decay_groups` makes them, matrices decay and vectors do not,
@@ -28,6 +35,7 @@ group's weight decay.
 from ..backend import to_numpy, xp
 from ..validation import message
 from ..errors import InputError, InputTypeError
+from . import flat as flat_layout
 from .groups import resolve_groups
 
 
@@ -43,16 +51,21 @@ class Optimizer:
     parameter, with its group's weight decay), and have a `weight_decay` attribute
     (the decay of a group that sets none).
 
+    One that sets `on_flat_buffers` (before this __init__) defines `_flat_step()` instead
+    of `_update` (Adam: optim/fast.py's `adam_flat_step`).
+
     Attributes: `model`, `lr` (plain attribute: schedules assign it), `step_count`
     (number of `step()` calls so far; the first update is step 1), `state`
     ({param name: {buffer name: array}}), `grads` (the gradient arrays it reads, each once,
-    listed at construction: clip_grad_norm(optimizer.grads, ...) walks no tree),
-    `param_groups` ([{"params": [names], maybe "weight_decay": wd}], the groups as given,
-    parameters by name).
+    listed at construction: clip_grad_norm(optimizer.grads, ...) walks no tree; on flat
+    buffers: the gradient buffers), `param_groups` ([{"params": [names], maybe
+    "weight_decay": wd}], the groups as given, parameters by name), `flat` (a FlatState: the
+    buffers and how a step walks them; None unless on flat buffers).
     """
 
     buffer_names = ()   # per-parameter state arrays, e.g. ("exp_avg", "exp_avg_sq")
     num_scratch = 0     # temporaries one update needs
+    on_flat_buffers = False     # True: the model's arrays re-homed, one flat step (flat.py)
 
     def __init__(self, model, param_groups=None, **hyperparameters):
         if not hasattr(model, "named_parameters"):
@@ -63,14 +76,21 @@ class Optimizer:
         named = list(model.named_parameters())              # [(name, param, grad)]
         if not named:
             raise InputError(message("model", "a Module with parameters", "no parameters"))
-        self.grads = [grad for _, _, grad in named]   # each gradient once, for clip_grad_norm
-        self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
-                      for name, param, _ in named}
+        self.param_groups = resolve_groups(param_groups, named)
+        self.flat = None
+        if self.on_flat_buffers:
+            self.flat = self._flatten()                     # and self.state, views of it
+            named = list(model.named_parameters())          # the views, now
+            self.grads = [buffer.grad for buffer in self.flat.layout.buffers]
+        else:
+            self.grads = [grad for _, _, grad in named]   # each once, for clip_grad_norm
+            self.state = {name: {b: xp.zeros_like(param) for b in self.buffer_names}
+                          for name, param, _ in named}
         largest = {}
         for _, param, _ in named:
             largest[param.dtype] = max(largest.get(param.dtype, 0), param.size)
-        self._scratch = {dt: xp.empty((self.num_scratch, n), dtype=dt) for dt, n in largest.items()}
-        self.param_groups = resolve_groups(param_groups, named)
+        rows = 0 if self.flat else self.num_scratch     # flat: the FlatState's scratch
+        self._scratch = {dt: xp.empty((rows, n), dtype=dt) for dt, n in largest.items()}
         # (param, grad, state, scratch views) of every parameter, for step() and zero_grad(),
         # and the same by group: [(group, its slots)]
         slot = {name: (param, grad, self.state[name], self._scratch_views(param))
@@ -79,10 +99,26 @@ class Optimizer:
         self._grouped = [(group, [slot[name] for name in group["params"]])
                          for group in self.param_groups]
 
+    def _flatten(self):
+        """Re-home the model's arrays (flat.py, group after group); sets `state`, the views
+        of the flat state buffers by name; returns the FlatState."""
+        order = [name for group in self.param_groups for name in group["params"]]
+        group_of = {name: i for i, group in enumerate(self.param_groups)
+                    for name in group["params"]}
+        layout, block = flat_layout.flatten(self.model, order), flat_layout.default_block()
+        flat = flat_layout.FlatState(layout, group_of, self.buffer_names, self.num_scratch,
+                                     block)
+        self.state = {}
+        for buffer, state in zip(layout.buffers, flat.state):
+            views = {b: buffer.split(state[b]) for b in self.buffer_names}
+            for name in buffer.where:
+                self.state[name] = {b: views[b][name] for b in self.buffer_names}
+        return flat
+
     def _scratch_views(self, param):
         """`num_scratch` temporaries shaped like `param` (views, no allocation)."""
-        flat = self._scratch[param.dtype]
-        return [flat[i, :param.size].reshape(param.shape) for i in range(self.num_scratch)]
+        rows = self._scratch[param.dtype]               # (num_scratch, n); flat: no rows
+        return [rows[i, :param.size].reshape(param.shape) for i in range(len(rows))]
 
     def step(self):
         """Apply one update to every parameter, in place, from the gradients in the model.
@@ -92,13 +128,22 @@ class Optimizer:
         the optimizer's own).
         """
         self.step_count += 1
+        if self.flat is not None:
+            self.flat.check_current()
+            self._flat_step()
+            return
         for group, slots in self._grouped:
             weight_decay = group.get("weight_decay", self.weight_decay)
             for param, grad, state, scratch in slots:
                 self._update(param, grad, state, scratch, weight_decay)
 
     def zero_grad(self):
-        """Zero the model's gradients (in place): call once per training step."""
+        """Zero the model's gradients (in place): call once per training step. Flat: one
+        fill per gradient buffer."""
+        if self.flat is not None:
+            for grad in self.grads:
+                grad.fill(0)
+            return
         for _, grad, _, _ in self._slots:
             grad.fill(0)
 
@@ -157,3 +202,4 @@ class Optimizer:
     def __repr__(self):
         hyper = ", ".join(f"{k}={v}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({hyper}, step_count={self.step_count})"
+

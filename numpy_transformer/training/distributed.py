@@ -13,8 +13,11 @@ on N: a run saved by N ranks resumes on any other N. Rank k keeps the rows
 [k B / N, (k + 1) B / N) of the batch (`AllReduce.shard`). Then, every step:
 
     1. forward, loss and backward on the shard, the loss weighted by w_k = n_k / n
-    2. ONE in-place Allreduce (a sum) of one flat buffer: every gradient, the weighted
-       loss and each rank's stop request     -> every rank holds the batch's gradient
+    2. ONE in-place Allreduce (a sum) of the whole gradient: the Trainer's optimizer keeps
+       every gradient in one flat buffer already (optim/flat.py), summed where it lies, no
+       copy; then one of N + 1 numbers, the weighted loss and each rank's stop request
+       (a model without a flat buffer: all of them packed into one buffer, one Allreduce,
+       unpacked)                               -> every rank holds the batch's gradient
     3. clipping by the global norm (after the sum, so the same norm on every rank) and
        the same Adam step on every rank (Trainer.train_step): the copies stay identical.
 
@@ -43,6 +46,7 @@ from dataclasses import replace
 from ..backend import get_backend, xp
 from ..validation import message
 from ..errors import InputError, TrainingDiverged
+from ..optim.flat import gradient_buffer
 from .config import TrainConfig
 from .loop import Trainer
 from .mpi_world import abort, mpi_names
@@ -55,8 +59,9 @@ class AllReduce:
     """The GradientSync (gradient_sync.py) of rank k of N: comm is MPI.COMM_WORLD
     (mpi_world.world()) or a ThreadComm (thread_ranks.py).
 
-    `seconds` times the last all-reduce: "allreduce" the call (waiting for the slowest
-    rank included), "copy" filling and emptying the buffer.
+    `seconds` times the last all-reduce: "allreduce" the calls (waiting for the slowest
+    rank included), "copy" filling and emptying the buffer (about nothing when the
+    gradient is one flat buffer, optim/flat.py).
     """
 
     alone = False                   # a stop request rides the next all-reduce
@@ -66,6 +71,7 @@ class AllReduce:
         self.in_place, self.sum = mpi_names(comm)
         self.seconds = {"allreduce": 0.0, "copy": 0.0}
         self.buffer, self.views = None, []       # made on the first step (`allocate`)
+        self.flat = None                         # the model's flat gradient (P,), if any
 
     def shard(self, inputs, targets, ntokens=None, ignore_index=None):
         """(this rank's inputs, its targets, None, its weight w_k = n_k / n) of a global batch.
@@ -82,11 +88,14 @@ class AllReduce:
         return tuple(x[lo:hi] for x in inputs), targets[lo:hi], None, (n_k / n if n else 0.0)
 
     def all_reduce(self, model, loss, weight, stop_request=None):
-        """Sum over the ranks, with one in-place Allreduce of one flat buffer: the model's
-        gradients, the weighted losses w_k L_k and the stop requests. Returns (the batch's
-        loss, a 0-d array of the buffer's dtype; the stop every rank agreed to, or None)."""
-        if self.buffer is None:
-            self.allocate(model)
+        """Sum over the ranks, in place: the model's gradients (one Allreduce of its flat
+        gradient buffer where it has one, optim/flat.py), then the weighted losses w_k L_k
+        and the stop requests (without a flat buffer: all in one packed buffer, one
+        Allreduce). Returns (the batch's loss, a 0-d array of the gradients' dtype; the stop
+        every rank agreed to, or None)."""
+        flat = gradient_buffer(model)                   # (P,) or None
+        if self.buffer is None or flat is not self.flat:
+            self.allocate(model, flat)
         buffer, P = self.buffer, self.buffer.size - 1 - self.size
         start = time.perf_counter()
         for grad, view in self.views:
@@ -97,6 +106,8 @@ class AllReduce:
             reason = stop_request if stop_request in STOP_REASONS else "stop requested"
             buffer[P + 1 + self.rank] = STOP_REASONS.index(reason) + 1
         packed = time.perf_counter()
+        if flat is not None:
+            self.comm.Allreduce(self.in_place, flat, op=self.sum)    # the whole gradient
         self.comm.Allreduce(self.in_place, buffer, op=self.sum)
         reduced = time.perf_counter()
         for grad, view in self.views:
@@ -107,11 +118,14 @@ class AllReduce:
         stop = STOP_REASONS[codes[0] - 1] if codes else None     # the lowest rank's reason
         return xp.asarray(buffer[P]), stop
 
-    def allocate(self, model):
-        """The flat buffer (P gradients, the loss, N stop slots) and a view per gradient."""
-        grads = [grad for _, _, grad in model.named_parameters()]
+    def allocate(self, model, flat=None):
+        """The buffer to sum: P gradients (none when they are the flat buffer `flat`), the
+        loss, N stop slots; and a view of it per gradient to pack."""
+        self.flat = flat
+        grads = [grad for _, _, grad in model.named_parameters()] if flat is None else []
         P = sum(grad.size for grad in grads)
-        self.buffer = xp.empty(P + 1 + self.size, dtype=xp.result_type(*grads))  # (P+1+N,)
+        dtype = xp.result_type(*grads) if flat is None else flat.dtype
+        self.buffer = xp.empty(P + 1 + self.size, dtype=dtype)       # (P+1+N,)
         self.views, offset = [], 0
         for grad in grads:
             self.views.append((grad, self.buffer[offset:offset + grad.size].reshape(grad.shape)))

@@ -69,7 +69,7 @@ class Trainer:
         self.model, self.stream = model, stream
         self.config = c = config if config is not None else TrainConfig()
         groups = decay_groups(model, c.weight_decay, decay_embeddings=True)  # no bias, norm
-        self.optimizer = (AdamW if c.weight_decay else Adam)(    # fast: optim/fast.py's form
+        self.optimizer = (AdamW if c.weight_decay else Adam)(    # fast: the flat buffer
             model, lr=c.lr, betas=c.betas, weight_decay=c.weight_decay, param_groups=groups,
             fast=True)
         self.scheduler = Scheduler(self.optimizer, c.make_schedule(model.config.d_model))

@@ -149,9 +149,11 @@ CASES = [  # (optimizer, keyword arguments), the same for ours and torch.optim's
 @pytest.mark.torch
 @pytest.mark.parametrize("steps", [1, 5])
 @pytest.mark.parametrize("ours, kwargs, fast", [(*case, False) for case in CASES]
-                         + [(*case, True) for case in CASES if case[0] is not SGD])
+                         + [(*case, form) for case in CASES if case[0] is not SGD
+                            for form in (True, "per-array")])
 def test_matches_pytorch(float64, ours, kwargs, fast, steps):
-    """fast=True: Adam's scratch-buffer form (optim/fast.py), the Trainer's."""
+    """fast=True: Adam on the flat buffer (optim/flat.py, optim/fast.py), the Trainer's;
+    "per-array": its scratch-buffer form one parameter at a time."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(7)
     model = Tiny(rng)
@@ -176,11 +178,12 @@ ADAM_CASES = [case for case in CASES if case[0] in (Adam, AdamW)]
 def test_fast_adam_is_the_plain_adam(dtype, ours, kwargs):
     """optim/fast.py's adam_update gives Adam's plain update, step after step, to rounding
     (it folds the bias corrections into two scalars: another order of the same operations),
-    with parameter groups: one with L2 or decoupled decay, one without."""
+    with parameter groups: one with L2 or decoupled decay, one without; the flat step
+    (fast=True) gives adam_update's very numbers."""
     with default_dtype(dtype):
-        models = [Tiny(np.random.default_rng(5)) for _ in range(2)]
+        models = [Tiny(np.random.default_rng(5)) for _ in range(3)]
     found = []
-    for model, fast in zip(models, (False, True)):
+    for model, fast in zip(models, (False, "per-array", True)):
         groups = [{"params": ["proj.weight", "scale"]},
                   {"params": ["proj.bias"], "weight_decay": 0.0}]
         optimizer = ours(model, **kwargs, param_groups=groups, fast=fast)
@@ -190,10 +193,11 @@ def test_fast_adam_is_the_plain_adam(dtype, ours, kwargs):
             optimizer.step()
         found.append({name: to_numpy(p) for name, p, _ in model.named_parameters()})
     for name in found[0]:
-        assert found[1][name].dtype == dtype
+        assert found[1][name].dtype == found[2][name].dtype == dtype
         tol = 1e-13 if dtype == np.float64 else 1e-5
         np.testing.assert_allclose(found[1][name], found[0][name], rtol=tol, atol=tol,
                                    err_msg=name)
+        np.testing.assert_array_equal(found[2][name], found[1][name], err_msg=name)
 
 
 @pytest.mark.parametrize("make", [lambda m: Adam(m, lr=1e-2, weight_decay=0.1),
@@ -351,10 +355,12 @@ def test_bad_arguments(float64, rng, make, error, fragment):
         make(Tiny(rng))
 
 
-def test_fast_is_true_or_false_and_no_hyperparameter(rng):
+@pytest.mark.parametrize("value", [1, 0, "True", "flat", None])
+def test_fast_is_a_form_and_no_hyperparameter(rng, value):
     model = Tiny(rng)
-    with pytest.raises(TypeError, match="fast: expected True or False"):
-        Adam(model, fast=1)
-    fast, plain = AdamW(model, fast=True), AdamW(model)
+    with raises_naming(TypeError, "fast", "True, False or 'per-array'", repr(value)):
+        Adam(model, fast=value)
+    fast, per_array, plain = AdamW(model, fast=True), AdamW(model, fast="per-array"), AdamW(model)
     assert fast.hyperparameters() == plain.hyperparameters()     # checkpoints: the same format
-    assert fast.num_scratch == 2 and plain.num_scratch == 0
+    assert fast.num_scratch == per_array.num_scratch == 2 and plain.num_scratch == 0
+    assert fast.flat is not None and per_array.flat is None and plain.flat is None
