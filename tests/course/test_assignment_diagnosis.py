@@ -104,7 +104,8 @@ def test_a_shape_error_names_the_line_the_shapes_and_the_array(solution_copy, tm
                  r"the line reads `dv = dropped @ dout`"),
              "layernorm_mean_without_keepdims": (
                  r"task 1: ValueError: line \d+ of layers/normalization\.py: shapes \(3, 4, 5\) "
-                 r"and \(3, 4\) do not match while computing dx; "),
+                 r"and \(3, 4\) do not match \(one is the other less one axis: .*lost its "
+                 r"axis\? keep the reduced axis.*\) while computing dx; "),
              "linear_bias_batch_axis_only": (
                  r"line \d+ of layers/linear\.py: an array of shape \(4, 5\) added into one of "
                  r"shape \(5,\) \(a sum over too few axes\?\) while computing "

@@ -25,6 +25,7 @@ itself. Both sides now call judgement.py. Here:
 
 import ast
 import contextlib
+import linecache
 import math
 import os
 import shutil
@@ -271,7 +272,9 @@ FLOAT32 = ("linear", "Linear.backward", """
 
 
 def function_source(region, body):
-    """The source of the function holding `region`, its region's lines set to `body`."""
+    """The source of the function holding `region`, its region's lines set to `body`, led by
+    blank lines so that it compiles at its own line numbers in the file, and the file's
+    lines as they read with that body (for linecache: an error quotes the student's line)."""
     path = PACKAGE / region.path
     lines = path.read_text(encoding="utf-8").split("\n")
     tree, node = ast.parse("\n".join(lines)), None
@@ -279,16 +282,19 @@ def function_source(region, body):
         node = next(n for n in ast.iter_child_nodes(node or tree)
                     if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
     first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-    source = (lines[first:region.begin] + indented(body, region.indent)
-              + lines[region.end + 1:node.end_lineno])
-    return textwrap.dedent("\n".join(source))
+    body_lines = indented(body, region.indent)
+    file_lines = lines[:region.begin + 1] + body_lines + lines[region.end:]
+    source = lines[first:region.begin + 1] + body_lines + lines[region.end:node.end_lineno]
+    return "\n" * first + textwrap.dedent("\n".join(source)), file_lines
 
 
 @contextlib.contextmanager
 def swapped(qualname, body):
     """The reference package, in this process, with the function `qualname` compiled from
     its own source with `body` in its solution region (a module-level function is swapped
-    in every module of the package that holds it); put back on exit."""
+    in every module of the package that holds it); put back on exit. The function compiles
+    at its lines in the file, and linecache reads the file with the body in place, so an
+    error's message quotes the student's line, as in a copy."""
     region = REGIONS[qualname]
     module = sys.modules[f"{PACKAGE.name}.{region.module}"]
     space = vars(module)        # the new function's globals: the grader's swaps reach it
@@ -303,12 +309,17 @@ def swapped(qualname, body):
                 if key.startswith(PACKAGE.name + ".") and not key.startswith(
                     f"{PACKAGE.name}.course") for a, v in vars(m).items() if v is old]
     shadowed = space.get(name)
-    exec(compile(function_source(region, body), str(PACKAGE / region.path), "exec"), space)
+    filename = str(PACKAGE / region.path)
+    source, file_lines = function_source(region, body)
+    exec(compile(source, filename, "exec"), space)
     new = space[name]
     if owner and shadowed is None:
         del space[name]                         # the method was defined at module level
     elif owner:
         space[name] = shadowed
+    cached = linecache.cache.get(filename)
+    text = [line + "\n" for line in file_lines]
+    linecache.cache[filename] = (sum(map(len, text)), None, text, filename)   # kept as is
     try:
         for holder, attribute, _ in undo:
             setattr(holder, attribute, new)
@@ -318,6 +329,10 @@ def swapped(qualname, body):
             setattr(holder, attribute, before)
         for n in added:
             del space[n]
+        if cached is None:
+            linecache.cache.pop(filename, None)
+        else:
+            linecache.cache[filename] = cached
 
 
 def judged(part):

@@ -86,7 +86,7 @@ def formula_hits(line, parts=PARTS):
 
 # The student's own line, quoted back by the diagnosis of an error in their region: theirs,
 # not the answer, so never read for a formula nor left out.
-THEIRS = re.compile(r"the line reads `[^`]*`")
+THEIRS = re.compile(r"the line reads `[^`]*(`|$)")      # a quote cut at the end is theirs too
 
 
 def grader_text(message):

@@ -136,6 +136,42 @@ def row_factors(shape, whose=""):
             (N, f"N with N = {N} rows{whose}", "is a division by the row count missing?")]
 
 
+def counted_targets(inputs, args):
+    """`args` with "counted": the number of targets not ignored (not ignore_index), where the
+    task has targets and an ignore_index: an average over them is a factor too."""
+    args = dict(args or {})
+    targets, ignore = inputs.get("targets"), args.get("ignore_index")
+    if targets is not None and ignore is not None:
+        args["counted"] = int(np.sum(np.asarray(targets) != ignore))
+    return args
+
+
+SIZE_WORDS = {"d_model": "the model width", "heads": "the number of heads",
+              "counted": "the number of targets counted, those not ignored",
+              "d_ff": "the feed-forward width", "latent": "the latent width",
+              "vocab": "the vocabulary size", "max_len": "the table's length"}
+
+
+def model_factors(args):
+    """[(value, name, question)] of the model's sizes among the task's integer arguments
+    (d_model, heads, ...), and the head width d_k = d_model / heads: each size, its
+    inverse, their square roots (a scale of the forward missing, doubled or inverted)."""
+    sizes = {key: a for key, a in sorted((args or {}).items())
+             if key in SIZE_WORDS and isinstance(a, int) and not isinstance(a, bool) and a > 1}
+    if "d_model" in sizes and "heads" in sizes and sizes["d_model"] % sizes["heads"] == 0:
+        sizes["d_k"] = sizes["d_model"] // sizes["heads"]
+    named = []
+    for key, a in sizes.items():
+        words = SIZE_WORDS.get(key, "the head width, d_model / heads")
+        say = lambda form: f"{form} with {key} = {a} ({words})"      # noqa: E731
+        question = (f"is a scale by {key}, or by its square root, missing, applied twice, or "
+                    "multiplied where it divides?")
+        named += [(math.sqrt(a), say(f"sqrt({key})"), question),
+                  (1 / math.sqrt(a), say(f"1/sqrt({key})"), question),
+                  (a, say(key), question), (1 / a, say(f"1/{key}"), question)]
+    return named
+
+
 def primary_factors(shape, args=None):
     """[(value, name, question)] of the factors tried first for an array of `shape`: its
     own sizes, the task's float arguments, 2, 1/2 and -1 (a factor of 1 is no mistake).
@@ -157,9 +193,12 @@ def secondary_factors(shape, args=None, sizes=()):
     if len(shape) >= 1 and shape[-1] > 1:
         d = shape[-1]
         named += [(1 / d, f"1/d with d = {d} (the last axis)",
-                   "an average over the last axis where a sum belongs?"),
+                   "an average over the last axis where a sum belongs, or a scale by sqrt(d) "
+                   "divided by where it multiplies (1/sqrt(d) twice)?"),
                   (d, f"d with d = {d} (the last axis)",
-                   "a sum over the last axis where an average belongs?")]
+                   "a sum over the last axis where an average belongs, or a scale by sqrt(d) "
+                   "applied twice (or multiplied where it divides)?")]
+    named += model_factors(args)
     named += scalar_factors(args, secondary=True)
     if len(dict(sizes).get("dout", ())) >= 2:
         named += row_factors(dict(sizes)["dout"], " of the incoming gradient")
@@ -187,10 +226,15 @@ def factor_of(have, want):
 
 
 def factor_name(c, shape, args=None, sizes=()):
-    """(name, question) of the first named factor equal to `c`, or None."""
-    for value, name, question in named_factors(shape, args, sizes):
+    """(name, question) of the first named factor equal to `c`, or to -c (that factor and a
+    sign flipped), or None."""
+    factors = named_factors(shape, args, sizes)
+    for value, name, question in factors:
         if abs(c - value) <= 1e-7 * abs(value):
             return name, question
+    for value, name, question in factors:
+        if value != -1.0 and abs(c + value) <= 1e-7 * abs(value):
+            return f"minus {name}", f"{question} And a sign is flipped (or a complement taken)"
     return None
 
 
@@ -207,6 +251,10 @@ def factor_message(what, c, shape, args=None, sizes=()):
     if found:
         name, question = found
         return f"your {what} is exactly {name} times the expected one: {question}"
+    if what.startswith("update."):      # an optimizer's step: its per-step scales
+        return (f"your {what} is the expected one times {UNNAMED_FACTOR}; in an optimizer's "
+                "step, a factor that changes from step to step comes from a bias correction "
+                "(its step count, its rate) or a moment's rate")
     return f"your {what} is the expected one times {UNNAMED_FACTOR}"
 
 
@@ -296,14 +344,17 @@ def near_finite(have, want):
 
 
 def known_slip(name, have, inputs):
-    """The cause of the first known slip of output `name` that `have` equals (inputs
-    "term.<name>|<cause>", from known_slips.py in the grader's reference run), else "";
-    a slip's array that is not finite is matched entry by entry (nan where nan)."""
+    """The causes of the known slips of output `name` that `have` equals (inputs
+    "term.<name>|<cause>", from known_slips.py in the grader's reference run), joined by
+    ", or when " (two slips may give one array: a child skipped, or run out of order),
+    else ""; a slip's array that is not finite is matched entry by entry (nan where nan)."""
+    causes = []
     for key, form in inputs.items():
         output, _, cause = key[5:].partition("|")
-        if key.startswith("term.") and cause and output == name and near_finite(have, form):
-            return cause
-    return ""
+        if key.startswith("term.") and cause and output == name and cause not in causes \
+                and near_finite(have, form):
+            causes.append(cause)
+    return ", or when ".join(causes[:3])
 
 
 NOT_FINITE = ("what commonly makes one: a square root of a negative number (a quantity that "
@@ -377,6 +428,14 @@ def shape_signature(what, name, want, have, inputs):
                 "transposed operand, or the operands of a product in the other order?")
     if not name.startswith(("dx.", "grad.")):
         return ""
+    children = [key[6:].rpartition(".")[0] for key, w in inputs.items()
+                if key.startswith("param.") and key.endswith(".weight") and np.ndim(w) == 2
+                and np.shape(w)[0] == want.shape[-1] and np.shape(w)[1] == have.shape[-1]
+                and have.shape[:-1] == want.shape[:-1]]
+    if children:
+        return (f"your {what} has the width of {children[0]}'s output ({have.shape[-1]}), not "
+                f"of its input ({want.shape[-1]}): the gradient stops before {children[0]}'s "
+                "backward (is it skipped, the gradient passed on as it came?)")
     others = [key for key, given in inputs.items() if "." not in key and key != "dout"
               and np.ndim(given) >= 1 and np.shape(given) == have.shape]
     if others:
@@ -405,7 +464,7 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                 "agrees: a sum over too few axes?")
     if have.shape != want.shape:
         return shape_signature(what, name, want, have, inputs)
-    sizes = input_sizes(inputs)
+    sizes, args = input_sizes(inputs), counted_targets(inputs, args)
     slip = known_slip(name, have, inputs)
     if slip:
         return f"your {what} is exactly what you get when {slip}"
@@ -419,6 +478,10 @@ def diagnose(what, name, want, have, inputs=None, args=None):
         return factor_message(what, c, want.shape, args, sizes)
     if want.ndim >= 2 and near(have, want.swapaxes(-1, -2)):
         return f"your {what} is the transpose of the expected one (its last two axes swapped)"
+    if rearranged(have, want):
+        return (f"your {what} holds exactly the expected values, in other places: rearranged "
+                "(a reshape where a transpose belongs, heads split or merged without moving "
+                "their axis, axes in another order?)")
     before = inputs.get("grad0." + name[5:]) if name.startswith("grad.") else None
     if assigned(have, want, before):
         return (f"your {what} is the expected one minus what it held before: assigned (=) "
@@ -442,8 +505,32 @@ def diagnose(what, name, want, have, inputs=None, args=None):
             return (f"your {what} differs only where the expected one is 0, and elsewhere by "
                     f"one constant factor{passed}: is dropout's backward skipped (its mask "
                     "and its scale both missing)?")
+        where = masked_positions(have, want, inputs, args)
+        if where:
+            return (f"your {what} differs only at {where}, where the expected one is 0"
+                    f"{scale}: are those positions left out (zeroed), as the forward leaves "
+                    f"them out?{passed}")
+        if dropout:
+            return (f"your {what} is not zero at the units dropout dropped, where the expected "
+                    f"one is 0{scale}: the gradient flows through the dropped units (the kept "
+                    "mask not applied in backward, the dropped and kept units swapped, or "
+                    f"dropout's backward skipped?){passed}")
         return (f"your {what} differs only where the expected one is 0{scale}: "
-                f"a mask not applied{MASK_DROPOUT if dropout else '?'}{passed}")
+                f"a mask not applied?{passed}")
+    other = another_output(name, have, want, inputs)
+    if other:
+        return f"your {what} {other}"
+    extra = forward_value_added(have, want, inputs)
+    if extra:
+        return (f"your {what} has one extra term, exactly {extra}: a value of the forward "
+                "added into the gradient (a constant of the forward, one that does not depend "
+                "on the input, has no gradient: its backward passes the gradient on)?")
+    per_row = row_scale(have, want, inputs)
+    if per_row:
+        return f"your {what} {per_row}"
+    per_column = column_scale(have, want, inputs)
+    if per_column:
+        return f"your {what} {per_column}"
     if given:
         steps = "dropout's backward, a child's backward" if dropout else "a child's backward"
         return (f"your {what} is {source}, passed on unchanged: is a step ({steps}, a "
@@ -466,6 +553,154 @@ def added_off(what, want, have, before, args, sizes):
 
 
 MASK_DROPOUT = " (dropout's backward skipped?)"
+
+
+def rearranged(have, want):
+    """Whether `have` holds want's values, each once, in other places (not `want` itself)."""
+    if have.shape != want.shape or want.size < 4 or near(have, want):
+        return False
+    return near(np.sort(have, axis=None), np.sort(want, axis=None)) and len(
+        np.unique(np.round(want, 12))) > want.size // 2
+
+
+def masked_positions(have, want, inputs, args):
+    """The positions a mask of the task leaves out, in words, when `have` differs from
+    `want` only there: the targets equal to ignore_index (padding), or the entries a boolean
+    mask input marks; else ""."""
+    args, wrong = args or {}, np.abs(have - want) > CLOSE * max(float(np.abs(want).max()), 1e-300)
+    targets = inputs.get("targets")
+    ignore = args.get("ignore_index")
+    if ignore is not None and targets is not None and np.shape(targets) == want.shape[:-1]:
+        ignored = np.asarray(targets) == ignore
+        if ignored.any() and not np.any(wrong & ~ignored[..., None]):
+            return (f"the ignored positions (those whose target is ignore_index = {ignore}, "
+                    "padding)")
+    mask = inputs.get("mask")
+    if mask is not None and np.asarray(mask).dtype == bool:
+        try:
+            marked = np.broadcast_to(np.asarray(mask), want.shape)
+        except ValueError:
+            return ""
+        for hidden, words in ((marked, "the positions the mask marks"),
+                              (~marked, "the positions the mask does not mark")):
+            if hidden.any() and not np.any(wrong & ~hidden):
+                return f"{words} (the masked positions)"
+    return ""
+
+
+def forward_value_added(have, want, inputs):
+    """"<the input x / the forward's table ...>" (or "minus ...") when have - want is one of
+    the task's input arrays or of the forward's values ("value.<name>", broadcast over the
+    leading axes; a table's first rows), else ""."""
+    diff = have - want
+    if not np.any(diff):
+        return ""
+    for key, given in inputs.items():
+        if key.startswith(("term.", "grad0.", "param.", "other.")) or key == "dout":
+            continue
+        a = np.asarray(given)
+        if a.dtype.kind != "f" or a.ndim == 0 or not np.any(a):
+            continue
+        if a.ndim == 2 and diff.ndim >= 2 and a.shape[-1] == diff.shape[-1] \
+                and a.shape[0] >= diff.shape[-2] and a.shape != diff.shape:
+            a = a[: diff.shape[-2]]
+        try:
+            a = np.broadcast_to(a, diff.shape)
+        except ValueError:
+            continue
+        words = (f"the forward's {key[6:]}" if key.startswith("value.") else f"the input {key}")
+        for sign, said in ((1.0, words), (-1.0, f"minus {words}")):
+            if near(diff, sign * a):
+                return said
+    return ""
+
+
+def output_words(key):
+    """How a message calls another output array of the task ("other.<name>")."""
+    name = key[6:]
+    if name.startswith("dx."):
+        return f"the gradient of input {int(name[3:]) + 1}"
+    return f"the gradient of {name[5:]}"
+
+
+def another_output(name, have, want, inputs):
+    """"is exactly the expected <other output> ..." when `have` is another output of the
+    task (the outputs swapped, one returned for the other), or `want` plus or minus one
+    (that output's part added in too); else ""."""
+    for key, other in inputs.items():
+        if not key.startswith("other.") or key[6:] == name or np.shape(other) != want.shape \
+                or not np.any(other) or near(other, want):
+            continue
+        said = output_words(key)
+        if near(have, other):
+            expected = said.replace("the ", "the expected ", 1)
+            return (f"is exactly {expected}: the two swapped, or one returned (or computed) "
+                    "for the other?")
+        for sign, how in ((1.0, "added in"), (-1.0, "subtracted")):
+            if near(have - want, sign * other):
+                return (f"is the expected one with {said} {how} too: a gradient that belongs "
+                        "to the other array added into this one?")
+    return ""
+
+
+def column_scale(have, want, inputs):
+    """"is off by one factor per column ..." when have is want times a factor that is one
+    number per entry of the last axis, not the same for all; named when it is a parameter
+    of the task (gamma, ...), its inverse or its square."""
+    if want.ndim < 2 or want.shape[-1] < 2 or have.shape != want.shape:
+        return ""
+    w, h = want.reshape(-1, want.shape[-1]), have.reshape(-1, want.shape[-1])
+    norm = np.sum(w * w, axis=0)
+    if np.any(norm == 0.0):
+        return ""
+    c = np.sum(h * w, axis=0) / norm
+    if not near(h, c[None, :] * w) or np.allclose(c, c[0], rtol=1e-9):
+        return ""
+    for key, param in inputs.items():
+        if not key.startswith("param.") or np.shape(param) != c.shape or not np.all(param):
+            continue
+        param = np.asarray(param, dtype=float)
+        for form, value in (("", param), ("the inverse of ", 1 / param),
+                            ("the square of ", param ** 2)):
+            if np.allclose(c, value, rtol=1e-7):
+                return (f"is off by one factor per column, exactly {form}the parameter "
+                        f"{key[6:]}: is a scale by {key[6:]} applied where none belongs, "
+                        "applied twice, or inverted?")
+    return ("is off by one factor per column (the same in every row, another along the last "
+            "axis): a per-feature scale, such as a parameter, applied where none belongs, "
+            "missing, or twice?")
+
+
+def row_scale(have, want, inputs):
+    """"is off by one factor per row ..." when have is want times a factor that is one number
+    per row (the same along the last axis) but not the same for every row; the factor named
+    when it is a power of the input rows' standard deviation (a normalization's scale)."""
+    if want.ndim < 2 or want.shape[-1] < 2 or have.shape != want.shape:
+        return ""
+    w, h = want.reshape(-1, want.shape[-1]), have.reshape(-1, want.shape[-1])
+    norm = np.sum(w * w, axis=1)
+    if np.any(norm == 0.0):
+        return ""
+    c = np.sum(h * w, axis=1) / norm
+    if not near(h, c[:, None] * w) or np.allclose(c, c[0], rtol=1e-9):
+        return ""
+    x = inputs.get("x")
+    if x is not None and np.shape(x) == want.shape:
+        x = np.asarray(x, dtype=float).reshape(w.shape)
+        var = x.var(axis=1)
+        for eps in (1e-5, 0.0, 1e-6, 1e-12):
+            std = np.sqrt(var + eps)
+            for power, form in ((2, "squared"), (1, ""), (-1, "inverse"), (-2, "inverse, "
+                                                                               "squared")):
+                if np.allclose(c, std ** power, rtol=1e-6):
+                    said = (f"the {form} " if form else "the ") + "standard deviation"
+                    return (f"is off by one factor per row, exactly {said} of that row of the "
+                            "input: the normalization's own scale (the inverse standard "
+                            "deviation) inverted (divided by where it multiplies), missing, "
+                            "or applied twice?")
+    return ("is off by one factor per row (the same along the last axis, another in each "
+            "row): a per-row scale (a normalization's standard deviation, a row's sum or "
+            "count) missing, inverted or applied twice?")
 
 
 def has_dropout(name, inputs, args):

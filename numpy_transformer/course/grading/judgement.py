@@ -83,7 +83,11 @@ def compare(expected, got, keys, tolerance, inputs=None, args=None):
     one not finite."""
     names = compared(expected, keys)
     floor = ROUNDING * task_scale(expected, names, inputs) or 1e-300
-    inputs = {**(inputs or {}), **{n: a for n, a in expected.items() if n.startswith("term.")}}
+    inputs = {**(inputs or {}), **{n: a for n, a in expected.items() if n.startswith("term.")},
+              **{"value." + n: a for n, a in expected.items() if not n.startswith(
+                  ("term.", "dx.", "grad.", "update.", "change.")) and np.ndim(a) >= 1},
+              **{"other." + n: a for n, a in expected.items() if n in names
+                 and n.startswith(("dx.", "grad.")) and np.ndim(a) >= 1}}
     worst, problems = 0.0, []
     for name in names:
         want, have = expected[name], got.get(name)
@@ -109,7 +113,26 @@ def compare(expected, got, keys, tolerance, inputs=None, args=None):
             worst = max(worst, err)
             if not err <= tolerance:
                 problems.append((err, wrong_array(name, want, have, err, inputs, args)))
+    problems = later_steps(names, problems)
     return largest([worst, *(e for e, _ in problems)]), [text for _, text in problems]
+
+
+LATER = ("the first step agrees and a later one does not: what is carried from step to step "
+         "(the optimizer's state, the step count, the current learning rate) is not kept, "
+         "or not read afresh, or is rebound where it should be written in place?")
+
+
+def later_steps(names, problems):
+    """`problems`, where the arrays of a sequence of steps ("update.<step>.<name>",
+    "change.<step>") agree at step 0 and not later and nothing else was said of them: each
+    such message ends with what that suggests (LATER)."""
+    step = lambda n: n.split(".")[1] if n.startswith(("update.", "change.")) else None  # noqa
+    wrong_steps = {step(text.split(" ")[0]) for _, text in problems}
+    if not any(step(n) is not None for n in names) or "0" in wrong_steps or not any(
+            s not in (None, "0") for s in wrong_steps) or not any(step(n) == "0" for n in names):
+        return problems
+    return [(e, text if ": " in text.split(")", 1)[-1] or step(text.split(" ")[0]) is None
+             else f"{text}: {LATER}") for e, text in problems]
 
 
 def largest(errors):

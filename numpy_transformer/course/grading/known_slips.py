@@ -98,6 +98,17 @@ def gelu(x, dout):
         "one step early)": dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C),
         "dx.0|the derivative of tanh is wrong (it is not one minus tanh)":
             dout * (0.5 * (1 + t) + 0.5 * x * (1 - t) * C * (1 + 3 * A * x**2)),
+        "dx.0|the power rule's factor is left out of the inner derivative (the cubic "
+        "term's exponent does not come down in front of it)":
+            dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C * (1 + A * x**2)),
+        "dx.0|the inner derivative leaves out its leading constant (the scale in front of "
+        "the inner polynomial)":
+            dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (1 + 3 * A * x**2)),
+        "dx.0|the product rule's second term leaves out the input x that multiplies the "
+        "tanh": dout * (0.5 * (1 + t) + 0.5 * (1 - t * t) * C * (1 + 3 * A * x**2)),
+        "dx.0|the tanh's derivative is taken at the input instead of at the inner "
+        "polynomial (the chain rule's inner argument)":
+            dout * (0.5 * (1 + t) + 0.5 * x * (1 - np.tanh(x) ** 2) * C * (1 + 3 * A * x**2)),
         "the part from differentiating the tanh (the product rule's second term)":
             dout * 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x**2),
         "the product rule's first term (the part where the tanh itself is kept)":
@@ -151,47 +162,73 @@ def cross_entropy(targets, dx, ignore_index, smoothing, vocab, dloss):
 
 def adam(params, grads, steps, hyper, optimizer, decay):
     """Whole runs of Adam's updates, each with one slip ({name: first value}, {(step, name):
-    gradient}; `optimizer` "Adam" or "AdamW", whose decay is the stand-in `decay`)."""
+    gradient}; `optimizer` "Adam" or "AdamW", whose decay is the stand-in `decay`). The
+    slips are a family by hyper-parameter: each moment's rate (the other beta), each bias
+    correction's step count (one later, one earlier) or its absence, each moment's state not
+    kept, the epsilon's place, the decay coupled where it is decoupled and the reverse."""
     lr, (b1, b2) = hyper["lr"], hyper.get("betas", (0.9, 0.999))
     eps = hyper.get("eps", 1e-8)
     wd = hyper.get("weight_decay", 0.01 if optimizer == "AdamW" else 0.0)
     coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
 
-    def run(p, name, first=True, second=True, kept=True, l2=coupled, late=0, sign=1.0,
-            inside=False, squared=True):
+    def run(p, name, first=True, second=True, kept=(True, True), l2=coupled, late=(0, 0),
+            sign=1.0, inside=False, squared=True, rates=(b1, b2), shrink=None):
         m, v, found = 0.0 * p, 0.0 * p, {}
         for step in range(steps):
-            t, before = step + 1 + late, p.copy()
+            t, before = step + 1, p.copy()
             if wd and optimizer == "AdamW":
                 decay(p, wd)
+            if shrink == "before":
+                p -= lr * wd * p
             g = grads[step, name] + (sign * wd * p if l2 else 0.0)
-            m_new, v_new = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * (g * g if squared else g)
-            m_hat = m_new / (1 - b1**t) if first else m_new
-            v_hat = v_new / (1 - b2**t) if second else v_new
-            if inside:
-                with np.errstate(invalid="ignore"):
+            m_new = rates[0] * m + (1 - rates[0]) * g
+            v_new = rates[1] * v + (1 - rates[1]) * (g * g if squared else g)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m_hat = m_new / (1 - b1 ** (t + late[0])) if first else m_new
+                v_hat = v_new / (1 - b2 ** (t + late[1])) if second else v_new
+                if inside:
                     p -= lr * m_hat / np.sqrt(v_hat + eps)
-            else:
-                with np.errstate(invalid="ignore"):
+                else:
                     p -= lr * m_hat / (np.sqrt(v_hat) + eps)
-            m, v = (m_new, v_new) if kept else (m, v)
-            found[step] = p - before
+            if shrink == "after":
+                p -= lr * wd * before
+            m, v = (m_new if kept[0] else m), (v_new if kept[1] else v)
+            with np.errstate(invalid="ignore"):     # a step count one earlier: inf at step 1
+                found[step] = p - before
         return found
+    not_kept = ("is not kept from one step to the next (the optimizer's state is rebound to a "
+                "new array, not updated in place, so the stored one never changes)")
     slips_ = {"the bias correction is left out": dict(first=False, second=False),
               "only the first moment is bias-corrected": dict(second=False),
               "only the second moment is bias-corrected": dict(first=False),
               "the moments are not kept from one step to the next (the optimizer's state is "
-              "not updated in place)": dict(kept=False),
-              "the step count of the bias correction is off by one (it counts from one "
-              "step later)": dict(late=1),
+              "not updated in place)": dict(kept=(False, False)),
+              f"the first moment {not_kept}": dict(kept=(False, True)),
+              f"the second moment {not_kept}": dict(kept=(True, False)),
               "the epsilon is placed inside the square root (it belongs outside it)":
                   dict(inside=True),
               "the second moment is not squared (it accumulates the raw gradient, which can "
-              "be negative under the square root)": dict(squared=False)}
+              "be negative under the square root)": dict(squared=False),
+              "the two moments' rates are swapped (beta1 and beta2 exchanged)":
+                  dict(rates=(b2, b1)),
+              "the first moment is averaged with the second moment's rate (beta2 where "
+              "beta1 belongs)": dict(rates=(b2, b2)),
+              "the second moment is averaged with the first moment's rate (beta1 where "
+              "beta2 belongs)": dict(rates=(b1, b1))}
+    for off, said in ((1, "one step later"), (-1, "one step earlier")):
+        where = f"the step count of the bias correction is off by one (it counts from {said})"
+        slips_[where] = dict(late=(off, off))
+        slips_[f"{where}, in the first moment's correction"] = dict(late=(off, 0))
+        slips_[f"{where}, in the second moment's correction"] = dict(late=(0, off))
     if coupled:
         slips_["the L2 weight decay is left out of the gradient"] = dict(l2=False)
         slips_["the L2 weight decay enters the gradient with the wrong sign"] = dict(
             sign=-1.0)
+        decoupled = ("Adam's L2 weight decay is applied as a decoupled shrink of the weights "
+                     "(AdamW's way), not added into the gradient that the moments average")
+        slips_[decoupled] = dict(l2=False, shrink="before")
+        slips_[decoupled.replace("weights", "weights after the step")] = dict(
+            l2=False, shrink="after")
     if wd and optimizer == "AdamW":
         slips_["the weight decay is also added to the gradient (AdamW's decay is decoupled "
                "only)"] = dict(l2=True)
@@ -201,11 +238,28 @@ def adam(params, grads, steps, hyper, optimizer, decay):
 
 
 def adamw_decay(p, lrs, weight_decay):
-    p, found = np.array(p, dtype=float), {}
-    for i, _ in enumerate(lrs):
-        change = -weight_decay * p
-        found[f"change.{i}|the learning rate is left out of the decay"] = change
-        p = p + change
+    """One parameter's decays, once per learning rate, each run with one slip: the learning
+    rate left out, a constant subtracted where each entry shrinks in proportion to itself,
+    the shrink factor itself taken as the change (the weight scaled by the small number)."""
+    found = {}
+    slips_ = {"the learning rate is left out of the decay": lambda p, lr: -weight_decay * p,
+              "the decay subtracts a constant amount, the same for every entry, where each "
+              "entry should shrink in proportion to its own size (a multiplication)":
+                  lambda p, lr: -lr * weight_decay + 0.0 * p,
+              "the decay subtracts a constant amount without the learning rate, where each "
+              "entry should shrink in proportion to its own size (a multiplication)":
+                  lambda p, lr: -weight_decay + 0.0 * p,
+              "the weight is multiplied by the small decay amount itself instead of by one "
+              "minus it (the shrink factor is not taken from one)":
+                  lambda p, lr: (lr * weight_decay - 1.0) * p,
+              "the weight is divided by the shrink factor where it is multiplied (it grows)":
+                  lambda p, lr: p / (1 - lr * weight_decay) - p}
+    for cause, change_of in slips_.items():
+        q = np.array(p, dtype=float)
+        for i, lr in enumerate(lrs):
+            change = change_of(q, lr)
+            found[f"change.{i}|{cause}"] = change
+            q = q + change
     return found
 
 

@@ -82,9 +82,11 @@ def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_ba
                         reference):
     """Key and value gradients through each other's projection; heads merged by a reshape
     without the transpose (the query's gradient, or all three)."""
-    def run(swap="", unmerged=()):
+    def run(swap="", unmerged=(), unsplit=False):
         qh, kh, vh = layer.saved_for_backward()
-        dheads = split_heads(layer.w_o.backward(dout), layer.num_heads)
+        projected = layer.w_o.backward(dout)
+        dheads = (projected.reshape(dout.shape[0], layer.num_heads, dout.shape[1], -1)
+                  if unsplit else split_heads(projected, layer.num_heads))
         grads = kernel_backward(dheads, qh, kh, vh, layer.attn_weights, layer.dropout)
         dQ, dK, dV = (g.reshape(g.shape[0], g.shape[2], -1) if i in unmerged
                       else merge_heads(g) for i, g in enumerate(grads))
@@ -110,6 +112,10 @@ def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_ba
     found.update(changed("the output projection's backward (w_o) is skipped: the incoming "
                          "gradient is split into heads as it came",
                          rerun(layer, before, unprojected), reference))
+    found.update(changed("the incoming gradient is split into heads by a reshape alone: "
+                         "the head axis is not moved in front of the positions (a transpose "
+                         "is missing after the split)",
+                         rerun(layer, before, lambda: run(unsplit=True)), reference))
     found.update(changed(merge + ", in the query's gradient",
                          rerun(layer, before, lambda: run(unmerged=(0,))), reference))
     found.update(changed(merge, rerun(layer, before, lambda: run(unmerged=(0, 1, 2))),
@@ -252,14 +258,18 @@ def stack(model, dout, decoder, block_only, reference):
     if block_only:
         return {**terms, **block_slips(model, dout, decoder, reference)}
 
-    def run(skip_norm=False, forward=False):
-        d = dout if skip_norm or model.norm is None else model.norm.backward(dout)
+    def run(skip_norm=False, forward=False, norm_last=False, skip=None):
+        d = dout if skip_norm or norm_last or model.norm is None else model.norm.backward(dout)
         memory = []
-        for layer in (model.layers if forward else reversed(model.layers)):
+        for i, layer in (list(enumerate(model.layers)) if forward
+                         else list(enumerate(model.layers))[::-1]):
+            if i == skip:
+                continue
             d = layer.backward(d)
             if decoder:
                 d, dm = d
                 memory.append(dm)
+        d = model.norm.backward(d) if norm_last else d
         return (d, sum(memory)) if decoder else d
     found = {**terms, **changed("the blocks' backward runs in the forward order (the last "
                                 "block's must come first)",
@@ -276,6 +286,14 @@ def stack(model, dout, decoder, block_only, reference):
     if model.norm is not None:
         found.update(changed("the final LayerNorm's backward is skipped",
                              rerun(model, {}, lambda: run(skip_norm=True)), reference))
+        found.update(changed("the final LayerNorm's backward runs after the blocks' (out of "
+                             "order: the norm is the last step of the forward)",
+                             rerun(model, {}, lambda: run(norm_last=True)), reference))
+    if len(model.layers) > 1:
+        for i in range(len(model.layers)):
+            found.update(changed(f"block {i + 1}'s backward is skipped (the gradient passes "
+                                 "that block as it came)",
+                                 rerun(model, {}, lambda: run(skip=i)), reference))
     return found
 
 

@@ -97,7 +97,8 @@ def prefixed(arrays, prefix):
 
 
 def run_check(check, arrays):
-    """"" when every task of `check` agrees, else the first problem."""
+    """"" when every task of `check` agrees, else the first task's problems (the first three,
+    as the grader says them)."""
     for task in check["tasks"]:
         inputs = prefixed(arrays, f"in:{task['id']}:")
         expected = prefixed(arrays, f"out:{task['id']}:")
@@ -109,8 +110,9 @@ def run_check(check, arrays):
             return f"error: {type(err).__name__}: {err}"
         _, problems = compare(expected, got, tuple(check["keys"]), check["tolerance"], inputs,
                               task["args"])
-        if problems:
-            return problems[0]
+        if problems:        # as the grader's message: the first three, a count of the rest
+            more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+            return "; ".join(problems[:3]) + more
     return ""
 
 

@@ -202,10 +202,63 @@ def located(error, pkg):
     frame, lineno, path = found
     source = linecache.getline(frame.f_code.co_filename, lineno).strip()
     shown = source if len(source) <= 70 else source[:67] + "..."
-    what = mismatch(str(error), source, frame) or str(error)[:150]
+    child = child_order(error, pkg, found)      # its hint says the kind: the shapes' goes
+    what = mismatch(str(error), source, frame, hint=not child) or str(error)[:150]
     target = computing(source)
-    return (f"line {lineno} of {path}: {what}" + (f" while computing {target}" if target else "")
-            + f"; the line reads `{shown}`")
+    said = (f"line {lineno} of {path}: {what}" + (f" while computing {target}" if target else "")
+            + off_path(error) + child)
+    room = LONGEST - len(said) - len("; the line reads ``")      # a message is cut at 300
+    if room < 12:
+        return said
+    shown = shown if len(shown) <= room else shown[:room - 3] + "..."
+    return said + f"; the line reads `{shown}`"
+
+
+LONGEST = 270       # of a located message: the worker keeps 300 characters, its type's name
+                    # first; the quoted line is shortened to fit, never cut open
+
+
+OFF_PATH = re.compile(r"NoneType|dtype\('<U\d+'\)|'str'|numpy\.str_")
+
+
+def off_path(error):
+    """What an error of a value that is no array (None, a string marker) suggests: the path
+    where a module is off, which keeps no array, not handled; else ""."""
+    if not isinstance(error, TypeError) or not OFF_PATH.search(str(error)):
+        return ""
+    return ("; a value here is a marker, not an array (None or a string): the module's off "
+            "path (dropout with p = 0 or in eval mode, a mask of None) not handled?")
+
+
+def child_order(error, pkg, innermost):
+    """What a shape error inside a child's backward suggests, or "": the error was raised
+    in, or under, a line of the package that calls a `.backward(` with a gradient of
+    another shape than that child's output: the children's backwards out of the reverse
+    order of their forward (each must be given the gradient of its own output)."""
+    if not isinstance(error, ValueError) or "shape" not in str(error) and "matmul" not in \
+            str(error) and "broadcast" not in str(error):
+        return ""
+    module = sys.modules.get(pkg)
+    root = os.path.dirname(os.path.realpath(getattr(module, "__file__", "") or "."))
+    tb, calls = error.__traceback__, []
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        path = os.path.realpath(name)
+        if path.startswith(root + os.sep) and not path.startswith(HERE + os.sep):
+            line = linecache.getline(name, tb.tb_lineno).strip()
+            if ".backward(" in line:
+                calls.append((tb.tb_lineno, os.path.relpath(path, root).replace(os.sep, "/"),
+                              line, tb.tb_next is not None))
+        tb = tb.tb_next
+    calls = [c for c in calls if c[3]]          # the error came from inside that call
+    if not calls:
+        return ""
+    lineno, path, line, _ = calls[-1]
+    shown = line if len(line) <= 70 else line[:67] + "..."
+    where = "" if (lineno, path) == tuple(innermost[1:]) else \
+        f"; it ran inside the backward called at line {lineno} of {path}, which reads `{shown}`"
+    return ("; a child's backward got a gradient of another shape than its own output: "
+            f"are the children's backwards out of the reverse order of their forward?{where}")
 
 
 def tidy(shape):
@@ -216,11 +269,13 @@ def tidy(shape):
         return shape
 
 
-def mismatch(message, source, frame):
-    """What NumPy's shape error `message` says, with the shapes, or ""."""
+def mismatch(message, source, frame, hint=True):
+    """What NumPy's shape error `message` says, with the shapes and (`hint`) their kind, or
+    ""."""
     if BROADCAST.search(message):
         a, b = BROADCAST.search(message).groups()
-        return f"shapes {tidy(a)} and {tidy(b)} do not match" + shape_hint(a, b)
+        return f"shapes {tidy(a)} and {tidy(b)} do not match" + (
+            (reduced(a, b) or shape_hint(a, b)) if hint else "")
     if ADDED_INTO.search(message):
         into, added = (tidy(a) for a in ADDED_INTO.search(message).groups())
         more = len(ast.literal_eval(added)) > len(ast.literal_eval(into))
@@ -244,6 +299,20 @@ def as_shape(text):
         return tuple(int(n) for n in shape)
     except (ValueError, SyntaxError, TypeError):
         return None
+
+
+def reduced(a, b):
+    """What two shapes that do not broadcast suggest when one is the other with one axis
+    removed: a reduction (a sum, a mean, a max) that lost its axis, so that its result no
+    longer lines up with the array it meets; else ""."""
+    a, b = as_shape(a), as_shape(b)
+    if a is None or b is None or abs(len(a) - len(b)) != 1:
+        return ""
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    if not any(longer[:i] + longer[i + 1:] == shorter for i in range(len(longer))):
+        return ""
+    return (" (one is the other less one axis: a sum, mean or max that lost its axis? keep "
+            "the reduced axis, of length 1, so it broadcasts back)")
 
 
 def shape_hint(a, b):
