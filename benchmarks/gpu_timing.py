@@ -42,8 +42,9 @@ float32, TF32 off on both sides), in this order:
 Output: the table on stdout, `--markdown` the same, `--json` {"machine", "method", "paths",
 "notes", "results": {config: {"sides": {"torch", "new", "old"}, "ratio": {"new", "old"},
 "parity"}}, "rows": [one row per config and side, the docs table's columns]}; the JSON is
-rewritten after every configuration and every profile, and on SIGINT (stopped at its
-share) the results so far are written before exit 1. Exit 1 when a parity check fails or
+rewritten after every warm-up (the parity), configuration and profile, and on SIGINT
+(stopped at its share) the results so far, the blocks already timed included, are written
+before exit 1. Exit 1 when a parity check fails or
 a side could not run, 2 when the libraries or the device are missing.
 """
 
