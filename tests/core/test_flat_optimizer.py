@@ -307,3 +307,16 @@ def test_a_flat_step_is_a_handful_of_launches_whatever_the_number_of_arrays():
     finally:
         set_backend(saved)
     assert counts[0] == counts[1] <= 25, counts
+
+
+def test_without_the_fast_file_every_form_is_the_plain_update(float64, monkeypatch):
+    """A student copy that stubs part adam leaves optim/fast.py out: Adam then runs its plain
+    `_update` (the student's) whatever `fast` says, and re-homes nothing."""
+    from numpy_transformer.optim import adam
+    monkeypatch.setattr(adam, "fast_forms", None)
+    for form in (True, "per-array"):
+        m = model()
+        before = m.src_embed.params["weight"]
+        optimizer = AdamW(m, lr=1e-2, fast=form)
+        assert optimizer.flat is None and m.src_embed.params["weight"] is before
+        assert optimizer._update.__func__ is AdamW._update
