@@ -33,9 +33,6 @@ except ImportError:
     fast_forms = None
 
 
-FAST = (False, True, "per-array")    # Adam's forms: plain, flat (the Trainer's), per array
-
-
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015) with L2 weight decay, exactly as torch.optim.Adam.
 
@@ -59,7 +56,7 @@ class Adam(Optimizer):
 
     def __init__(self, model, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  param_groups=None, fast=False):
-        if not any(fast is form or (isinstance(form, str) and fast == form) for form in FAST):
+        if not (isinstance(fast, bool) or (isinstance(fast, str) and fast == "per-array")):
             raise InputTypeError(message("fast", "True, False or 'per-array'", repr(fast)))
         form = fast if fast_forms is not None else False      # chosen once, here
         self.fast, self.num_scratch, self.on_flat_buffers = fast, 2 if form else 0, form is True
