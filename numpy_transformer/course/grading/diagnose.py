@@ -70,6 +70,7 @@ def near(have, want):
 
 
 # What a float argument of a task is, in words (a factor of it is named with these).
+SCHEDULE = {"lrs": "lr"}         # a list argument: each of its values by its one name
 ARGUMENT_WORDS = {"p": "the drop probability", "lr": "the learning rate",
                   "dloss": "the loss's incoming gradient", "smoothing": "the label smoothing",
                   "weight_decay": "the weight decay", "eps": "the epsilon"}
@@ -84,6 +85,9 @@ def float_arguments(args, prefix=""):
             found += float_arguments(a)
         elif isinstance(a, float) and 0.0 < abs(a) and a != 1.0:
             found.append((key, a))
+        elif key in SCHEDULE and isinstance(a, (list, tuple)):
+            found += [(SCHEDULE[key], e) for e in a if isinstance(e, float) and 0.0 < abs(e)
+                      and e != 1.0]
     return found
 
 
@@ -520,6 +524,11 @@ def diagnose(what, name, want, have, inputs=None, args=None):
     other = another_output(name, have, want, inputs)
     if other:
         return f"your {what} {other}"
+    if name == "table" and want.ndim == 2 and want.shape[0] > 1 and near(have[0], want[0]) \
+            and near(have[:, 0], want[:, 0]):
+        return (f"your {what} agrees at position 0 and in its first column, not elsewhere: "
+                "the angles' frequencies differ (their base, the exponent's scale or its sign, "
+                "how the column index enters it?)")
     extra = forward_value_added(have, want, inputs)
     if extra:
         return (f"your {what} has one extra term, exactly {extra}: a value of the forward "

@@ -172,7 +172,7 @@ def adam(params, grads, steps, hyper, optimizer, decay):
     coupled = bool(wd) and optimizer == "Adam"          # Adam's L2 joins the gradient
 
     def run(p, name, first=True, second=True, kept=(True, True), l2=coupled, late=(0, 0),
-            sign=1.0, inside=False, squared=True, rates=(b1, b2), shrink=None):
+            sign=1.0, inside=False, squared=True, rates=(b1, b2), shrink=None, root=True):
         m, v, found = 0.0 * p, 0.0 * p, {}
         for step in range(steps):
             t, before = step + 1, p.copy()
@@ -189,7 +189,7 @@ def adam(params, grads, steps, hyper, optimizer, decay):
                 if inside:
                     p -= lr * m_hat / np.sqrt(v_hat + eps)
                 else:
-                    p -= lr * m_hat / (np.sqrt(v_hat) + eps)
+                    p -= lr * m_hat / ((np.sqrt(v_hat) if root else v_hat) + eps)
             if shrink == "after":
                 p -= lr * wd * before
             m, v = (m_new if kept[0] else m), (v_new if kept[1] else v)
@@ -209,6 +209,8 @@ def adam(params, grads, steps, hyper, optimizer, decay):
                   dict(inside=True),
               "the second moment is not squared (it accumulates the raw gradient, which can "
               "be negative under the square root)": dict(squared=False),
+              "the square root of the second moment is left out (the step divides by the "
+              "second moment itself)": dict(root=False),
               "the two moments' rates are swapped (beta1 and beta2 exchanged)":
                   dict(rates=(b2, b1)),
               "the first moment is averaged with the second moment's rate (beta2 where "

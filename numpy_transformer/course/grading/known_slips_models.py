@@ -129,6 +129,10 @@ def mla_project(layer, dQ, dK, dV, reference):
         from_k, from_v = layer.w_k_decompress.backward(dK), layer.w_v_decompress.backward(dV)
         return layer.w_kv_compress.backward(from_v if keep == "value" else from_k)
     found = {}
+    for keep, label in (("key", "the part through the key path"),
+                        ("value", "the part through the value path")):
+        path = rerun(layer, {}, lambda: run(keep))
+        found[label] = path["dx.0"]             # a term of input 2's gradient (the latent's)
     for keep, cause in (("value", "the latent's gradient keeps the value path only (the key "
                                   "path is overwritten, = where += was meant)"),
                         ("key", "the latent's gradient keeps the key path only (the value "
@@ -150,18 +154,26 @@ def mla_project(layer, dQ, dK, dV, reference):
 
 
 def feedforward(layer, dout, reference):
-    def run(skip):
-        dh = layer.linear_2.backward(dout)
-        dh = dh if skip == "dropout" else layer.dropout.backward(dh)
-        dh = dh if skip == "activation" else layer.activation.backward(dh)
-        dh = layer.activation.backward(dh) if skip == "twice" else dh
-        return layer.linear_1.backward(dh)
-    found = changed("the dropout's backward is skipped",
-                    rerun(layer, {}, lambda: run("dropout")), reference)
-    found.update(changed("the activation's backward is skipped",
-                         rerun(layer, {}, lambda: run("activation")), reference))
-    found.update(changed("the activation's backward is applied twice",
-                         rerun(layer, {}, lambda: run("twice")), reference))
+    """Each child's backward skipped, or applied twice (the linears' only where their
+    sizes allow it)."""
+    children = ("linear_2", "dropout", "activation", "linear_1")
+    words = {"linear_2": "the second linear's", "dropout": "the dropout's",
+             "activation": "the activation's", "linear_1": "the first linear's"}
+
+    def run(child, times):
+        dh = dout
+        for name in children:
+            for _ in range(times if name == child else 1):
+                dh = getattr(layer, name).backward(dh)
+        return dh
+    found = {}
+    for child in children:
+        for times, how in ((0, "is skipped"), (2, "is applied twice")):
+            try:
+                variant = rerun(layer, {}, lambda: run(child, times))
+            except (ValueError, TypeError):       # sizes that do not allow it
+                continue
+            found.update(changed(f"{words[child]} backward {how}", variant, reference))
     return found
 
 
@@ -222,7 +234,28 @@ def block_slips(block, dout, decoder, reference):
     for cause, slip in slips.items():
         found.update(changed(cause, rerun(block, {}, lambda: block_backward(
             block, dout, decoder, **slip)), reference))
+    found.update(changed("the sublayers' backwards run in the forward order (the last "
+                         "sublayer's, the feed-forward's, must come first)",
+                         rerun(block, {}, lambda: forward_order(block, dout, decoder)),
+                         reference))
     return found
+
+
+def forward_order(block, dout, decoder):
+    """A block's backward with its sublayers taken in the forward's order (self-attention
+    first), each otherwise right."""
+    dx, da = block.sublayers[0].exit_backward(dout)
+    dx = dx + block.sublayers[0].enter_backward(sum(block.self_attn.backward(da)))
+    dmemory = None
+    if decoder:
+        dx, dc = block.sublayers[1].exit_backward(dx)
+        dq, dk, dv = block.cross_attn.backward(dc)
+        dmemory = dk + dv
+        dx = dx + block.sublayers[1].enter_backward(dq)
+    last = len(block.sublayers) - 1
+    dx, df = block.sublayers[last].exit_backward(dx)
+    dx = dx + block.sublayers[last].enter_backward(block.feed_forward.backward(df))
+    return (dx, dmemory) if decoder else dx
 
 
 def memory_terms(model, dout, block_only):
