@@ -27,6 +27,9 @@ from .linear import Linear
 from .softmax import softmax, softmax_backward
 from ..errors import InputError, InputTypeError
 
+fused_softmax = fused.form("softmax")       # None in a student copy that stubs part softmax
+fused_attention = fused.form("attention")   # the heads laid out by the projections' kernels
+
 
 def split_heads(x, H):
     """(B, T, D) -> (B, H, T, Dh): head h gets features h*Dh .. (h+1)*Dh - 1 (a view, no copy)."""
@@ -61,8 +64,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
         `Dropout` module keeps its own mask (A' is recomputed from A and that mask).
     """
     scores = q @ k.swapaxes(-1, -2)                                 # (B, H, Tq, Tk)
-    if fused.on(fused.form("softmax")):                             # scale, mask, softmax: one kernel
-        attn = fused.form("softmax").forward(scores, mask, math.sqrt(q.shape[-1]))
+    if fused.on(fused_softmax):                                     # scale, mask, softmax: one kernel
+        attn = fused_softmax.forward(scores, mask, math.sqrt(q.shape[-1]))
     else:
         scores /= math.sqrt(q.shape[-1])
         attn = softmax(scores, axis=-1, mask=mask)                  # (B, H, Tq, Tk)
@@ -204,8 +207,8 @@ class MultiHeadAttention(MultiHeadAttentionBase):
     def forward(self, q, k, v, mask=None, cache=None):
         """y (B, Tq, D), as MultiHeadAttentionBase.forward; on a GPU in training, the heads laid
         out by the projections' bias kernels (layers/fused/attention.py)."""
-        if cache is None and fused.on(fused.form("attention")):
-            return fused.form("attention").forward(self, q, k, v, mask)
+        if cache is None and fused.on(fused_attention):
+            return fused_attention.forward(self, q, k, v, mask)
         return super().forward(q, k, v, mask, cache)
 
     # Three separate projections even when q is k is v; fusing them into one

@@ -14,12 +14,12 @@ unbuffered add at given indices, is slow in NumPy and missing in CuPy.
     fast.ones(a, n)      xp.ones(n, a.dtype) made once per size and kept (read only)
     fast.add_at(a, i, v) xp.add.at(a, i, v)  rows sorted by index, each run summed by add.reduceat
 
-On a GPU (and the device simulator) `add_at` is one kernel, CuPy's `cupyx.scatter_add`
-(atomic adds: a repeated index's rows are summed in no fixed order), unless the fused
-drop-ins are switched off (layers/fused/). Any other axis falls back to the plain call. tests/core/test_fast.py checks each
-function against its plain form. Results agree up to rounding (a matrix-vector
-product adds in another order than NumPy's pairwise sum, `add_at` sums a repeated
-index's rows in another order); `max` is exact.
+Any other axis falls back to the plain call. On a GPU (and the device simulator) `add_at`
+is one kernel, CuPy's `cupyx.scatter_add` (atomic adds: a repeated index's rows are summed
+in no fixed order), unless the fused drop-ins are off (layers/fused/).
+tests/core/test_fast.py checks each function against its plain form. Results agree up
+to rounding (a matrix-vector product adds in another order than NumPy's pairwise sum,
+`add_at` sums a repeated index's rows in another order); `max` is exact.
 """
 
 from ..backend import xp

@@ -314,3 +314,158 @@ class TestCuPyKernels:
         with default_dtype(precision):
             fused_out, plain_out = both(CASES[name])
         assert_same(fused_out, plain_out, precision)
+
+
+BLOCK = 32      # threads a block on the CPU (the device's 256 cost more threads; the kernels read
+                # blockDim, and rows longer than a block take the same strided loops)
+
+
+@pytest.fixture(scope="module")
+def kernel_folder(tmp_path_factory):
+    """One folder for the compiled kernels of this module's tests (each compiled once)."""
+    import kernel_emulator
+    folder = tmp_path_factory.mktemp("kernels")
+    if not kernel_emulator.available(folder):
+        pytest.skip("no g++ with C++20 (std::barrier) here")
+    return folder
+
+
+class TestKernelsOnTheCPU:
+    """The CUDA kernels compiled for the CPU (tests/core/kernel_emulator.py: threads and a
+    barrier play a block) against the plain forms: their arithmetic and indexing, before a
+    GPU runs them. Skipped where g++ cannot compile C++20."""
+
+    @pytest.fixture(autouse=True, params=[("double", np.float64, 1e-12),
+                                          ("float", np.float32, 3e-5)], ids=["float64", "float32"])
+    def setting(self, request, kernel_folder):
+        import kernel_emulator
+        folder = kernel_folder
+        saved = get_backend()
+        set_backend("numpy")
+        self.ctype, self.dtype, self.tol = request.param
+        self.folder, self.emulator = folder, kernel_emulator
+        self.rng = np.random.default_rng(0)
+        with default_dtype(self.dtype):
+            yield
+        set_backend(saved)
+
+    def close(self, got, want):
+        scale = max(1.0, float(np.max(np.abs(want))))
+        np.testing.assert_allclose(got, want, rtol=self.tol, atol=self.tol * scale)
+
+    def rows(self):
+        from numpy_transformer.layers.fused import ROW_HELPERS
+        from numpy_transformer.layers.fused import loss, norm
+        from numpy_transformer.layers.fused import softmax as fused_softmax
+        sources = (norm.FORWARD, norm.BACKWARD, fused_softmax.FORWARD, fused_softmax.BACKWARD,
+                   loss.FORWARD)
+        return self.emulator.row_kernels(ROW_HELPERS, sources, self.ctype, self.folder)
+
+    def draw(self, *shape, scale=1.0):
+        return (scale * self.rng.normal(size=shape)).astype(self.dtype)
+
+    @pytest.mark.parametrize("D", [8, 300])           # fewer and more columns than threads
+    def test_layernorm(self, D):
+        call, R, dt = self.rows(), BLOCK, self.dtype
+        ln = LayerNorm(D)
+        ln.params["gamma"] += self.draw(D)
+        ln.params["beta"] += self.draw(D)
+        a, b, dy = self.draw(2, 3, D, scale=3.0), self.draw(2, 3, D), self.draw(2, 3, D)
+        y, xhat, r = np.empty_like(a), np.empty_like(a), np.empty((2, 3, 1), dt)
+        call("nt_layernorm_forward", 6, R, a, b, 1, ln.params["gamma"], ln.params["beta"],
+             ln.eps, D, y, xhat, r)
+        self.close(y, ln.forward(a + b))
+        self.close(xhat, ln.saved[0])
+        self.close(r, ln.saved[1])
+        for g in ln.grads.values():
+            g += self.draw(D)                                # the kernel adds to what is there
+        before = {k: v.copy() for k, v in ln.grads.items()}
+        dx_plain = ln.backward(dy)
+        plain_grads = {k: v.copy() for k, v in ln.grads.items()}
+        for k in ln.grads:
+            ln.grads[k][...] = before[k]
+        dx = np.empty_like(dy)
+        call("nt_layernorm_backward", 6 + -(-D // R), R, dy, xhat, r, ln.params["gamma"], 6, D,
+             dx, ln.grads["gamma"], ln.grads["beta"])
+        self.close(dx, dx_plain)
+        for k in ln.grads:
+            self.close(ln.grads[k], plain_grads[k])
+
+    @pytest.mark.parametrize("shape, mask_shape", [((2, 3, 4, 5), (2, 1, 1, 5)),
+                                                   ((2, 3, 4, 300), (2, 1, 4, 300)),
+                                                   ((1, 1, 1, 1), None)])
+    def test_masked_softmax(self, shape, mask_shape):
+        call, R = self.rows(), BLOCK
+        x, dp = self.draw(*shape, scale=4.0), self.draw(*shape)
+        mask, strides, m = None, (0, 0, 0, 0), np.zeros(1, bool)
+        if mask_shape is not None:
+            mask = self.rng.random(mask_shape) > 0.3
+            mask[0] = False                                  # rows with no key allowed
+            m = np.ascontiguousarray(mask)
+            strides = np.broadcast_to(m, shape).strides
+        p_plain = softmax(x / self.dtype(2.5), -1, mask)
+        p, dx = np.empty_like(x), np.empty_like(x)
+        B, H, Tq, Tk = shape
+        call("nt_softmax_forward", B * H * Tq, R, x, m, int(mask is not None), *strides, H, Tq, Tk,
+             2.5, p)
+        self.close(p, p_plain)
+        call("nt_softmax_backward", B * H * Tq, R, dp, p_plain, Tk, dx)
+        self.close(dx, softmax_backward(dp, p_plain, -1))
+
+    @pytest.mark.parametrize("N, V, eps, ignore", [(6, 11, 0.1, 0), (6, 700, 0.0, None),
+                                                   (1, 3, 0.1, None), (4, 5, 0.1, "all")])
+    def test_cross_entropy(self, N, V, eps, ignore):
+        from numpy_transformer.layers.fused.loss import BACKWARD
+        call, R, dt = self.rows(), BLOCK, self.dtype
+        x = self.draw(N, V, scale=3.0)
+        t = self.rng.integers(0, V, N).astype(np.int64)
+        if ignore is not None:
+            t[: N // 2 if ignore == 0 else N] = 0            # ignored rows (every row: "all")
+        ce = CrossEntropyLoss(ignore_index=None if ignore is None else 0, label_smoothing=eps)
+        loss_plain = ce.forward(x, t)
+        p_plain, t_plain, valid_plain, _, _ = ce.saved
+        p, per_token = np.empty_like(x), np.empty(N, dt)
+        valid, t_out = np.empty(N, bool), np.empty(N, np.int64)
+        call("nt_cross_entropy_forward", N, R, x, t, 0, int(ignore is not None), V, dt(1 - eps),
+             dt(eps / V), p, per_token, valid, t_out)
+        self.close(p, p_plain)
+        self.close(per_token.sum() / max(int(valid.sum()), 1), loss_plain)
+        assert (valid == valid_plain).all() and (t_out == t_plain).all()
+        n, p_in = ce.num_tokens, p.copy()
+        dx = np.empty_like(p)
+        self.emulator.elementwise(BACKWARD, self.ctype, [p_in, t_out, valid, V, dt(eps / V),
+                                  dt(1 - eps), dt(0.5 / max(n, 1)), dx], self.folder)
+        self.close(dx, ce.backward(0.5))
+
+    def test_elementwise_kernels(self):
+        from numpy_transformer.layers.fused import DROPOUT
+        from numpy_transformer.layers.fused.activation import BIAS_GELU, BIAS_RELU, GELU_BACKWARD
+        from numpy_transformer.layers.fused.attention import HEADS
+        from numpy_transformer.layers.attention import split_heads
+        run = lambda spec, *args: self.emulator.elementwise(spec, self.ctype, list(args), self.folder)
+        dt = self.dtype
+        h, b, dy = self.draw(6, 5), self.draw(5), self.draw(6, 5)
+        hb = np.ascontiguousarray(np.broadcast_to(b, h.shape))
+        y, keep = np.empty_like(h), np.empty(h.shape, bool)
+        run(BIAS_RELU, h, hb, y, keep)
+        self.close(y, (h + b) * (h + b > 0))
+        assert (keep == (h + b > 0)).all()
+        gelu = GELU()
+        x, t, y, dx = np.empty_like(h), np.empty_like(h), np.empty_like(h), np.empty_like(h)
+        run(BIAS_GELU, h, hb, gelu.C, gelu.A, x, t, y)
+        self.close(y, gelu.forward(h + b))
+        run(GELU_BACKWARD, dy, x, t, gelu.C, gelu.A, dx)
+        self.close(dx, gelu.backward(dy))
+        u = self.rng.random(h.shape, dtype=np.float32)
+        mask = np.empty_like(h)
+        run(DROPOUT, h, u, np.float32(0.3), dt(1.0) / dt(0.7), mask, y)
+        self.close(mask, (u >= 0.3).astype(dt) / dt(0.7))
+        self.close(y, h * mask)
+        B, L, H, Dh = 2, 3, 4, 5
+        yq, bq = self.draw(B * L, H * Dh), self.draw(H * Dh)
+        for keys in (0, 1):
+            want = split_heads((yq + bq).reshape(B, L, H * Dh), H)       # (B, H, L, Dh)
+            want = np.ascontiguousarray(want.swapaxes(-1, -2) if keys else want)
+            out = np.empty_like(want)
+            run(HEADS, yq, bq, 1, L, H, Dh, keys, out)
+            self.close(out, want)

@@ -18,7 +18,6 @@ import math
 
 from ...backend import xp
 from . import elementwise, form, on_cupy, one_launch
-from ..attention import merge_heads, split_heads
 
 HEADS = ("nt_bias_split_heads", "raw T y, raw T bias, int32 has_bias, int64 L, int64 H, int64 Dh, "
          "int32 keys", "T out", """
@@ -32,6 +31,7 @@ HEADS = ("nt_bias_split_heads", "raw T y, raw T bias, int32 has_bias, int64 L, i
 
 def heads(linear, x, H, keys=False):
     """x W + b, its heads contiguous: (B, H, T, Dh), or (B, H, Dh, T) when `keys`. x (B, T, D_in)."""
+    from ..attention import split_heads
     B, T, _ = x.shape
     linear.saved = x                                                # what its backward reads
     y = x.reshape(-1, linear.in_features) @ linear.params["weight"]    # (B T, D)
@@ -50,6 +50,7 @@ def heads(linear, x, H, keys=False):
 
 def forward(mha, q, k, v, mask=None):
     """y (B, Tq, D) = MultiHead(q, k, v), as mha.forward in training."""
+    from ..attention import merge_heads
     H, softmax_form = mha.num_heads, form("softmax")
     qh = heads(mha.w_q, q, H)                                       # (B, H, Tq, Dh)
     kt = heads(mha.w_k, k, H, keys=True)                            # (B, H, Dh, Tk)

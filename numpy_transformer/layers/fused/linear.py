@@ -53,4 +53,3 @@ def tied_backward(tied, dy):
     if "bias" in tied.params:
         _add_bias_grad(tied.grads["bias"], dy2)                         # (V,)
     return (dy2 @ tied.params["weight"]).reshape(x.shape)               # (..., D)
-

@@ -90,4 +90,3 @@ def backward(dp, p):
     rows(row_kernel("nt_softmax_backward", BACKWARD, p.dtype), p.size // n if n else 0,
          (dp, p, i32(n), dx))
     return dx
-
