@@ -156,3 +156,13 @@ def test_a_factor_per_column_names_the_parameter():
     said = dg.diagnose("the gradient", "dx.0", want, want * gamma ** 2, {})
     assert "one factor per column" in said
     no_formula(said)
+
+
+def test_the_forward_output_where_the_derivative_belongs_is_named():
+    rng = np.random.default_rng(9)
+    want, out, dout = (rng.normal(size=(3, 4)) for _ in range(3))
+    inputs = {"value.out": out, "dout": dout}
+    for have in (out, out * dout):
+        said = dg.diagnose("the gradient of input 1", "dx.0", want, have, inputs)
+        assert "the forward's output" in said and "derivative" in said
+    no_formula(said)

@@ -521,6 +521,9 @@ def diagnose(what, name, want, have, inputs=None, args=None):
                     f"dropout's backward skipped?){passed}")
         return (f"your {what} differs only where the expected one is 0{scale}: "
                 f"a mask not applied?{passed}")
+    if output_for_derivative(have, want, inputs):
+        return (f"your {what} is the forward's output (times the incoming gradient) where its "
+                "derivative belongs: the function used where its derivative is wanted?")
     other = another_output(name, have, want, inputs)
     if other:
         return f"your {what} {other}"
@@ -622,6 +625,17 @@ def forward_value_added(have, want, inputs):
             if near(diff, sign * a):
                 return said
     return ""
+
+
+def output_for_derivative(have, want, inputs):
+    """Whether `have` is the forward's output, or it times the incoming gradient, of the same
+    shape as `want` (the function where its derivative belongs)."""
+    out, dout = inputs.get("value.out"), inputs.get("dout")
+    if out is None or np.shape(out) != want.shape or not np.any(out):
+        return False
+    out = np.asarray(out, dtype=float)
+    return near(have, out) or (dout is not None and np.shape(dout) == want.shape
+                               and near(have, out * np.asarray(dout, dtype=float)))
 
 
 def output_words(key):

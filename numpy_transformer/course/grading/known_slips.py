@@ -109,10 +109,20 @@ def gelu(x, dout):
         "dx.0|the tanh's derivative is taken at the input instead of at the inner "
         "polynomial (the chain rule's inner argument)":
             dout * (0.5 * (1 + t) + 0.5 * x * (1 - np.tanh(x) ** 2) * C * (1 + 3 * A * x**2)),
+        "dx.0|the derivative is evaluated at the layer's output instead of its input":
+            dout * derivative_at(0.5 * x * (1 + t)),
         "the part from differentiating the tanh (the product rule's second term)":
             dout * 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x**2),
         "the product rule's first term (the part where the tanh itself is kept)":
             dout * 0.5 * (1 + t)}
+
+
+def derivative_at(y):
+    """The tanh form of GELU's derivative at the points `y` (a slip evaluates it at the
+    layer's output instead of its input)."""
+    C, A = math.sqrt(2.0 / math.pi), 0.044715
+    t = np.tanh(C * (y + A * y**3))
+    return 0.5 * (1 + t) + 0.5 * y * (1 - t * t) * C * (1 + 3 * A * y**2)
 
 
 def embedding(layer, ids, dout, before):
