@@ -40,6 +40,16 @@ signatures of a mistake against the expected array and says what it sees:
     not finite          (`not_finite`, judgement.py) a known slip whose array holds nan at the
                         same entries (Adam's second moment not squared), else what commonly
                         makes one: a square root of a negative, a division by zero
+    by kind             relations that hold whatever the part: want's values in other places
+                        (a reshape for a transpose); one factor per row (a power of the input
+                        rows' standard deviation, when it is one) or per column (a parameter);
+                        an extra term equal to a forward value ("value.<name>": an input, the
+                        table); another output's expected gradient ("other.<name>") given or
+                        added in; the forward's output where its derivative belongs; only the
+                        positions a mask leaves out (ignore_index's targets, a boolean mask);
+                        minus a named factor; the model's sizes (d_model, heads, d_k) and the
+                        targets counted as factors; a table right at position 0 only; a
+                        gradient of a child's output width (its backward skipped)
 
 Never the expected formula: only how the two arrays relate, and the slip's name in words.
 "" when nothing fits. `error_hint` adds to a worker's error message (steps.located
