@@ -14,8 +14,13 @@ its message the student's line, the arrays' shapes and the array being computed,
 in place of NumPy's bare "matmul: Input operand 1 has a mismatch in its core dimension
 0 ...". The shapes' kind is said with them (product_hint, shape_hint): sides of a product
 that would fit with one transposed or the two swapped, two shapes each the other's
-transpose, two alike but for one axis' length (the gradient of another input?). The line comes last, after "; ": a student's report leaves out a clause that
-holds a formula (formulas.redact), and the student's own line may hold one.
+transpose, two alike but for one axis' length (the gradient of another input?), one the
+other less one axis (a reduction that lost its axis: `reduced`). By kind too: an arithmetic
+error on a value that is no array (None, a string marker: the module's off path not
+handled, `off_path`), a shape error inside or at a child's `.backward(` (the children out of
+the reverse order: `child_order`). The line comes last, after "; ", shortened to fit the 300
+characters a worker keeps: a student's report leaves out a clause that holds a formula
+(formulas.redact), and the student's own line may hold one.
 
 Harness code: imports nothing but the standard library, NumPy and the other harness
 files, because the worker loads it by path (worker.py).
