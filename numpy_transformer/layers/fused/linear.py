@@ -13,19 +13,15 @@ the part leaves it out, and the layers run their plain code, the student's.
 
 from .. import fast
 from ...backend import xp
-from . import on_cupy, one_launch
+from . import also_launched, on_cupy, one_launch, plain
 
 FAST_FORM_OF = "linear"         # the graded part whose answer this file computes
 
 
 def _add_product(out, transa, a, transb, b):
     """out += op(a) op(b) in one launch (op: 'T' transposes, 'N' does not). Shapes: 2-D."""
-    if on_cupy():
-        import cupy.cublas
-        cupy.cublas.gemm(transa, transb, a, b, out=out, alpha=1.0, beta=1.0)
-        return
-    with one_launch("gemm_accumulate"):
-        out += (a.T if transa == "T" else a) @ (b.T if transb == "T" else b)
+    import cupy.cublas
+    cupy.cublas.gemm(transa, transb, a, b, out=out, alpha=1.0, beta=1.0)
 
 
 def _add_bias_grad(grad, dy2):
@@ -33,8 +29,18 @@ def _add_bias_grad(grad, dy2):
     _add_product(grad.reshape(1, -1), "N", fast.ones(dy2, dy2.shape[0]).reshape(1, -1), "N", dy2)
 
 
+def _plain(layer, dy):
+    """On the simulator: the layer's plain backward, counted as the device's launches."""
+    with one_launch("gemm_accumulate"), plain():
+        dx = layer.backward(dy)                         # dW (the region), db and dx
+    also_launched(*["gemm_accumulate"] * ("bias" in layer.params), "gemm")   # db, dx
+    return dx
+
+
 def backward(linear, dy):
     """Same as linear.backward(dy). Shapes: dy (..., D_out), x (..., D_in), dx like x."""
+    if not on_cupy():
+        return _plain(linear, dy)
     x = linear.saved_for_backward()
     x2 = xp.ascontiguousarray(x.reshape(-1, linear.in_features))        # (N, D_in)
     dy2 = xp.ascontiguousarray(dy.reshape(-1, linear.out_features))     # (N, D_out)
@@ -46,6 +52,8 @@ def backward(linear, dy):
 
 def tied_backward(tied, dy):
     """Same as tied.backward(dy). Shapes: dy (..., V), x (..., D), E (V, D), dx like x."""
+    if not on_cupy():
+        return _plain(tied, dy)
     x = tied.saved_for_backward()
     x2 = xp.ascontiguousarray(x.reshape(-1, tied.in_features))          # (N, D)
     dy2 = xp.ascontiguousarray(dy.reshape(-1, tied.out_features))       # (N, V)
