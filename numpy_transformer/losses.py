@@ -103,7 +103,7 @@ class CrossEntropyLoss(Module):
         if self.saved is None:
             raise InputError("CrossEntropyLoss.backward: backward called before forward "
                              "(each forward allows one backward)")
-        if fused.on(fused_loss):                                # one kernel on a GPU
+        if self.saved[3] is None:                               # the fused forward's (one kernel)
             return fused_loss.backward(self, dloss)
         p, t, valid, rows, shape = self.saved
         self.saved = None

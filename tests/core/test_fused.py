@@ -288,6 +288,21 @@ def test_the_simulator_counts_each_drop_in_as_its_kernels(simulator):
     assert counted.by_name == {"fused:gemm_accumulate": 2, "fused:gemm": 1}   # dW, db; dx
 
 
+def test_the_loss_backward_follows_its_forward(simulator):
+    """The switch flipped between the loss's forward and backward: the backward is the form
+    that matches the forward's saved state (the fused forward keeps no row indices)."""
+    rng = np.random.default_rng(2)
+    x, t = xp.asarray(rng.normal(size=(2, 3, 7))), xp.asarray(rng.integers(0, 7, (2, 3)))
+    got = []
+    for forward_on in (True, False):
+        ce = CrossEntropyLoss(label_smoothing=0.1)
+        with contextlib.nullcontext() if forward_on else fused.disabled():
+            ce.forward(x, t)
+        with fused.disabled() if forward_on else contextlib.nullcontext():
+            got.append(to_numpy(ce.backward(1.0)))
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
+
+
 def test_fully_masked_rows_are_zero_not_nan(simulator):
     s = xp.asarray(np.random.default_rng(1).normal(size=(1, 1, 2, 3)))
     mask = xp.asarray(np.array([[True, False, True], [False, False, False]]))

@@ -6,6 +6,9 @@ gradient (p - q) / N in one elementwise kernel. The math: losses.py.
                                                division by N: three launches)
     backward(ce, dloss)                        same as ce.backward(dloss), p overwritten
 
+The backward follows its forward: ce.saved's row indices are None after this forward, and
+CrossEntropyLoss.backward then comes here, whatever the switch says by then.
+
 This file is the fast form of assignment part cross_entropy (FAST_FORM_OF): a student copy that
 stubs the part leaves it out, and the loss runs its plain code, the student's.
 """
@@ -69,14 +72,14 @@ def forward(ce, logits, targets, num_tokens=None):
              (x, t.astype(xp.int64, copy=False), i64(0 if ignore is None else ignore),
               i32(ignore is not None), i32(V), x.dtype.type(1 - eps), x.dtype.type(eps / V),
               p, per_token, valid, t_out))
-        t, rows_index = t_out, None
+        t = t_out
     else:
         with one_launch("cross_entropy_forward"):
-            p, per_token, valid, t, rows_index = _plain_rows(x, t, eps, ignore)
+            p, per_token, valid, t = _plain_rows(x, t, eps, ignore)
     n = int(valid.sum()) if num_tokens is None else num_tokens  # here, or by the host
     loss = xp.asarray(per_token.sum() / max(n, 1))              # () on the device, no wait
     ce.num_tokens = n
-    ce.saved = (p, t, valid, rows_index, logits.shape)
+    ce.saved = (p, t, valid, None, logits.shape)                # None: the backward comes here
     return loss
 
 
@@ -96,13 +99,15 @@ def _plain_rows(x, t, eps, ignore):
     per_token = (log_s - z_t) * (1 - eps)                                       # (N,)
     if eps:
         per_token += (V * log_s - z_sum) * (eps / V)
-    return p, xp.where(valid, per_token, 0), valid, t, rows_index
+    return p, xp.where(valid, per_token, 0), valid, t
 
 
 def backward(ce, dloss=1.0):
     """Same as ce.backward(dloss): dloss (p - q) / N on counted rows, 0 on ignored, in p."""
     if not on_cupy():
+        p, t, valid, _, shape = ce.saved_for_backward()
         with one_launch("cross_entropy_backward"), plain():
+            ce.saved = (p, t, valid, xp.arange(t.shape[0]), shape)     # the plain form's rows
             return ce.backward(dloss)
     p, t, valid, _, shape = ce.saved_for_backward()
     ce.saved = None
