@@ -3,11 +3,11 @@
 A training step on CuPy is launch-bound (docs/gpu.md): Python queues a kernel for
 every `+`, `*` and `exp`, about 16 us each, and the layers' chains of small
 operations (LayerNorm, the masked softmax, GELU, the loss) cost more in launches
-than in arithmetic. Each drop-in here does one chain in one kernel (or two),
-computing what the layer's plain code computes:
+than in arithmetic. Each drop-in here does one chain in one kernel, computing what
+the layer's plain code computes:
 
     norm.forward(ln, x, f)           LayerNorm(x + f) (or of x): y, and xhat, r for backward
-    norm.backward(ln, dy)            LayerNorm.backward: dx (a row kernel), dgamma, dbeta (a column one)
+    norm.backward(ln, dy)            LayerNorm.backward: dx by row blocks, dgamma, dbeta by column blocks
     softmax.forward(s, mask, d)      softmax(s / d, mask) over the last axis, a row kernel
     softmax.backward(dp, p)          softmax_backward(dp, p)
     activation.forward(act, h, b)    ReLU or GELU of h + b, with what the backward keeps
@@ -17,7 +17,10 @@ computing what the layer's plain code computes:
     loss.backward(ce, dloss)         CrossEntropyLoss.backward: (p - q) / N in place
     linear.backward(lin, dy)         Linear.backward with dW and db added inside the products
                                      (cuBLAS's beta = 1), TiedLinear's the same
+    attention.forward(mha, q, k, v)  MultiHeadAttention.forward in training: the projections'
+                                     bias kernels write the heads' layout (no copies)
     dropout_forward(drop, x)         Dropout.forward: the mask and its product, one kernel
+    (and layers/fast.py's add_at: cupyx.scatter_add, one kernel)
 
 The switch is read at every call: `set_enabled(False)` or `with disabled():` runs the
 plain forms everywhere (the old path, for comparisons). Off the device (NumPy) every
@@ -26,9 +29,9 @@ device simulator (testing/device_simulator.py) a drop-in runs the plain form ins
 `xp.counted_as_one(name)`: one launch, as CuPy will run it. On CuPy it compiles its
 kernel on first use (CuPy is imported only there).
 
-Every file here but this one computes a graded part's answer and says which
-(`FAST_FORM_OF`); a student copy that stubs the part leaves the file out and the layer
-runs its plain code, the student's. tests/core/test_fused.py checks each drop-in against
+Every file here but this one and attention.py (forwards only) computes a graded part's
+answer and says which (`FAST_FORM_OF`); a student copy that stubs the part leaves the file
+out and the layer runs its plain code, the student's. tests/core/test_fused.py checks each drop-in against
 its plain form.
 """
 
@@ -79,6 +82,7 @@ def set_enabled(flag):
 
 
 def enabled():
+    """Whether the fused drop-ins are on (they run only on a device)."""
     return _enabled[0]
 
 
@@ -127,8 +131,8 @@ def also_launched(*names):
 
 
 def plain():
-    """Inside a drop-in on the simulator: the layers' plain code, counted as one launch by the
-    caller's `one_launch`."""
+    """Inside a drop-in on the simulator: the layers' own code runs (the switch off for the
+    region), counted as one launch by the caller's `one_launch`."""
     return disabled()
 
 
