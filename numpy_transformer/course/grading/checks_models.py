@@ -3,7 +3,8 @@
 Each part's own code runs with stand-ins for the sub-layers of other parts
 (standins.py, scenarios_models.py), so a mistake costs points in its own part
 only: the kernel with a stand-in softmax backward and dropout; multi-head and
-latent attention with stand-in projections; the blocks with stand-in attention,
+latent attention with stand-in projections (multi-head attention with a stand-in
+kernel and dropout too, on in one task); the blocks with stand-in attention,
 feed-forward, LayerNorm and dropout. A correct answer agrees with the
 reference to rounding (~1e-15, pass at 1e-12). Every axis has its own size.
 """
@@ -57,8 +58,9 @@ CHECKS = [
         "argument"),
     check("multihead_attention", "mha_heads_and_accumulation", 3, [
         task("multihead_attention", 36, d_model=8, heads=4, batch=3, queries=2, keys=5,
-             prefill=True)],
-        "more heads, gradients already held kept, each child's backward called once"),
+             prefill=True, dropout=True)],
+        "more heads, dropout on the attention weights, gradients already held kept, each "
+        "child's backward called once"),
 
     check("mla", "mla_project_backward", 6, [
         task("mla_project", 37, d_model=8, heads=2, latent=6, batch=3, queries=5, keys=4)],

@@ -2,13 +2,13 @@
 
 Each variant re-runs the part's backward on the reference's own modules with one slip: a
 child's backward skipped, the blocks in the forward order, the heads merged without their
-transpose, the weights after dropout where the ones before belong, a block's residual
-path dropped, the key or the value part of an attention's input left out. The children
-are whatever the run built (stand-ins in the grader's run, the package's own at `assignment
-make`): a variant calls their forward and backward only, and reads nothing a stand-in
-alone records. The variant starts from the gradients the module held before the backward
-under test and leaves the module as it found it (`rerun`); only the arrays that the slip
-changes are returned, as "<output>|<cause>".
+transpose, the attention's dropout not handed to the kernel's backward, the weights after
+dropout where the ones before belong, a block's residual path dropped, the key or the value
+part of an attention's input left out. The children are whatever the run built (stand-ins
+in the grader's run, the package's own at `assignment make`): a variant calls their forward
+and backward only, and reads nothing a stand-in alone records. The variant starts from the
+gradients the module held before the backward under test and leaves the module as it found
+it (`rerun`); only the arrays that the slip changes are returned, as "<output>|<cause>".
 """
 
 import numpy as np
@@ -81,13 +81,15 @@ def attention(q, k, v, dout, weights, drop, softmax_backward, reference):
 def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_backward,
                         reference):
     """Key and value gradients through each other's projection; heads merged by a reshape
-    without the transpose (the query's gradient, or all three)."""
-    def run(swap="", unmerged=(), unsplit=False):
+    without the transpose (the query's gradient, or all three); the attention's dropout not
+    handed to the kernel's backward (where it is on)."""
+    def run(swap="", unmerged=(), unsplit=False, dropout=True):
         qh, kh, vh = layer.saved_for_backward()
         projected = layer.w_o.backward(dout)
         dheads = (projected.reshape(dout.shape[0], layer.num_heads, dout.shape[1], -1)
                   if unsplit else split_heads(projected, layer.num_heads))
-        grads = kernel_backward(dheads, qh, kh, vh, layer.attn_weights, layer.dropout)
+        grads = (kernel_backward(dheads, qh, kh, vh, layer.attn_weights, layer.dropout)
+                 if dropout else kernel_backward(dheads, qh, kh, vh, layer.attn_weights))
         dQ, dK, dV = (g.reshape(g.shape[0], g.shape[2], -1) if i in unmerged
                       else merge_heads(g) for i, g in enumerate(grads))
         if swap == "kv":
@@ -120,6 +122,9 @@ def multihead_attention(layer, dout, before, split_heads, merge_heads, kernel_ba
                          rerun(layer, before, lambda: run(unmerged=(0,))), reference))
     found.update(changed(merge, rerun(layer, before, lambda: run(unmerged=(0, 1, 2))),
                          reference))
+    found.update(changed("the attention's dropout is not handed to the kernel's backward (its "
+                         "mask is not applied to the weights' gradient)",
+                         rerun(layer, before, lambda: run(dropout=False)), reference))
     return found
 
 

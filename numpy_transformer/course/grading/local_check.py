@@ -43,7 +43,8 @@ MANIFEST = HERE.parents[2] / "assignment.json"     # the copy's: written by `ass
 
 # A composite part runs these parts' code too: when one of them fails, check it first.
 USES = {
-    "attention": ("softmax", "dropout"), "multihead_attention": ("linear", "softmax", "attention"),
+    "attention": ("softmax", "dropout"),
+    "multihead_attention": ("linear", "softmax", "attention", "dropout"),
     "mla": ("linear",), "feedforward": ("linear", "gelu", "dropout"),
     "positional_encoding": ("dropout",), "adam": ("adamw",),
     "encoder_stack": ("linear", "layernorm", "softmax", "dropout", "attention",

@@ -4,8 +4,8 @@ Each runs the part's own code; with `standins` (the grader's switch,
 scenarios_layers.py) every sub-layer of another part becomes a stand-in
 (standins.py): the attention kernel gets a stand-in softmax backward and
 dropout; multi-head and latent attention get stand-in projections (and
-multi-head attention a stand-in kernel); the blocks get stand-in attention,
-feed-forward, LayerNorm and dropout modules. The stand-ins are installed the
+multi-head attention a stand-in kernel and dropout); the blocks get stand-in
+attention, feed-forward, LayerNorm and dropout modules. The stand-ins are installed the
 same way in the teacher's run, so only the part's own wiring is compared.
 Without (the local check) the part runs with the package's own children.
 Harness code: NumPy only.
@@ -61,14 +61,20 @@ def attention_inputs(source, batch, queries, keys, d_model, self_attention):
 
 @graded
 def multihead_attention(pkg, source, standins, d_model, heads, batch, queries, keys,
-                        self_attention=False, prefill=False):
-    """MultiHeadAttention; with stand-in projections and a stand-in attention kernel."""
-    layer = load(pkg, "layers.attention").MultiHeadAttention(d_model, heads)
+                        self_attention=False, prefill=False, dropout=False):
+    """MultiHeadAttention, in training; `dropout`: on the attention weights (p = 0.3, seeded),
+    else off. With stand-in projections, a stand-in attention kernel and a stand-in dropout
+    (off where `dropout` is False), which the stand-in kernel uses as the real one uses its
+    dropout: a backward that does not hand the layer's dropout to the kernel's backward shows."""
+    p = 0.3 if dropout else 0.0
+    layer = load(pkg, "layers.attention").MultiHeadAttention(d_model, heads, dropout=p,
+                                                             rng=rng(3))
     if standins is None:
         set_parameters(layer, source)
     else:
         for name in ("w_q", "w_k", "w_v", "w_o"):
             setattr(layer, name, standins.map(name, d_model, d_model))
+        layer.dropout = standins.drop(p)
     inputs = attention_inputs(source, batch, queries, keys, d_model, self_attention)
     undo = []
     try:

@@ -17,7 +17,9 @@ shows) with a parameter (so a child whose backward runs twice, or never, shows).
     Norm(g, b)       y = tanh(x) g + b              in place of LayerNorm
     Attention(A, b)  y = tanh(q A) + mean_k(k * v) + b   a whole attention module
     attention(q, k, v, mask, dropout) / attention_backward(...)   the kernel's stand-in:
-                     W = tanh(q k^T / 2), O = W v + q     (no softmax, no scale)
+                     W = tanh(q k^T / 2), W' = dropout(W), O = W' v + q   (no softmax, no
+                     scale); its dropout used as the real kernel uses it: forward in
+                     the forward, reapply and backward in the backward (none: W' = W)
     softmax_backward(dp, p, axis)   dx = p (dp - mean(dp))  (a mean, not the sum)
     decay(p, wd)     p <- 0.97 p in place            in place of AdamW.decay
 
@@ -44,15 +46,23 @@ def rows(a):
 
 
 def attention(q, k, v, mask=None, dropout=None):
-    """Stand-in for scaled_dot_product_attention: (O, W) with W = tanh(q k^T / 2), O = W v + q."""
+    """Stand-in for scaled_dot_product_attention: (O, W) with W = tanh(q k^T / 2),
+    O = dropout(W) v + q; W returned before the dropout, as the real one returns A."""
     weights = np.tanh(q @ k.swapaxes(-1, -2) / 2)                  # (B, H, Tq, Tk)
-    return weights @ v + q, weights
+    dropped = weights if dropout is None else dropout.forward(weights)
+    return dropped @ v + q, weights
 
 
 def attention_backward(dout, q, k, v, weights, dropout=None):
-    """Exact backward of `attention`, reading W from its argument (as the real one reads A)."""
-    dv = weights.swapaxes(-1, -2) @ dout                            # (B, H, Tk, Dh)
-    dscores = (dout @ v.swapaxes(-1, -2)) * (1 - weights * weights) / 2
+    """Exact backward of `attention`, reading W from its argument (as the real one reads A)
+    and dropout(W) from the dropout's kept mask (reapply), the weights' gradient through the
+    dropout's backward: the dropout used as the real one uses it."""
+    dropped = weights if dropout is None else dropout.reapply(weights)
+    dv = dropped.swapaxes(-1, -2) @ dout                            # (B, H, Tk, Dh)
+    dweights = dout @ v.swapaxes(-1, -2)                            # (B, H, Tq, Tk)
+    if dropout is not None:
+        dweights = dropout.backward(dweights)
+    dscores = dweights * (1 - weights * weights) / 2
     return dscores @ k + dout, dscores.swapaxes(-1, -2) @ q, dv
 
 
@@ -107,8 +117,9 @@ class StandIns:
                                                                (d_model,)))
 
     def drop(self, p):
-        """A Drop (a dropout drawing a new mask at each forward), its seed drawn."""
-        seed = self.source.integers("standin.dropout_seed", (), 0, 2 ** 31)
+        """A Drop (a dropout drawing a new mask at each forward), its seed drawn; p = 0: an
+        off one (every mask all ones), no seed drawn (the task's arrays as without it)."""
+        seed = self.source.integers("standin.dropout_seed", (), 0, 2 ** 31) if p else 0
         return self.classes["Drop"](p, int(seed))
 
     def elementwise(self):
