@@ -163,7 +163,7 @@ self.grads["gamma"] += (dy * xhat).reshape(-1, D).sum(axis=0)
 self.grads["beta"] += dy.reshape(-1, D).sum(axis=0)
 return xp.einsum("...j,...ji->...i", dy * self.params["gamma"], self.jacobian)"""},
         replace={"layers/normalization.py": [(
-            "    def forward(self, x):\n        mu =",
+            "    def forward(self, x):\n",
             "    def forward(self, x, inner=False):\n"
             "        if not inner:\n"
             "            h, cols = 1e-5, []\n"
@@ -172,8 +172,7 @@ return xp.einsum("...j,...ji->...i", dy * self.params["gamma"], self.jacobian)""
             "                e[i] = h\n"
             "                up, down = self.forward(x + e, True), self.forward(x - e, True)\n"
             "                cols.append((up - down) / (2 * h) / self.params['gamma'])\n"
-            "            self.jacobian = xp.stack(cols, axis=-1)\n"
-            "        mu =")]}),
+            "            self.jacobian = xp.stack(cols, axis=-1)\n")]}),
     # -- code in the graded function's place --------------------------------------------------
     "method swapped in from __init__.py, stub left": dict(
         part="gelu", category="replaced",

@@ -206,6 +206,15 @@ def adam(params, grads, steps, hyper, optimizer, decay):
             with np.errstate(invalid="ignore"):     # a step count one earlier: inf at step 1
                 found[step] = p - before
         return found
+    slips_ = adam_slip_table(b1, b2, wd, optimizer, coupled)
+    return {f"update.{step}.{name}|{cause}": update
+            for cause, slip in slips_.items() for name, p0 in params.items()
+            for step, update in run(np.array(p0, dtype=float), name, **slip).items()}
+
+
+def adam_slip_table(b1, b2, wd, optimizer, coupled):
+    """{cause: the keywords of `adam`'s run that make that slip}: the family of Adam's
+    slips by hyper-parameter (rates, step counts, state, epsilon, decay)."""
     not_kept = ("is not kept from one step to the next (the optimizer's state is rebound to a "
                 "new array, not updated in place, so the stored one never changes)")
     slips_ = {"the bias correction is left out": dict(first=False, second=False),
@@ -244,9 +253,7 @@ def adam(params, grads, steps, hyper, optimizer, decay):
     if wd and optimizer == "AdamW":
         slips_["the weight decay is also added to the gradient (AdamW's decay is decoupled "
                "only)"] = dict(l2=True)
-    return {f"update.{step}.{name}|{cause}": update
-            for cause, slip in slips_.items() for name, p0 in params.items()
-            for step, update in run(np.array(p0, dtype=float), name, **slip).items()}
+    return slips_
 
 
 def adamw_decay(p, lrs, weight_decay):
