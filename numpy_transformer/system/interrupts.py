@@ -9,10 +9,19 @@ removed, the conventional exit status.
 Terminated is a KeyboardInterrupt, so every `finally` and `except BaseException` on the
 way out runs as for Ctrl-C: atomic_write removes its temporary file, the grader its
 folder. A training run replaces both handlers while it trains (training/signals.py:
-finish the step, save, then stop) and puts these back after."""
+finish the step, save, then stop) and puts these back after.
 
+    with held():              # Ctrl-C and SIGTERM wait until the block is done
+        self.folder = OwnedFolder(...)      # made and named: its cleanup can find it
+
+A signal between the making of a thing and the line that names it would leave the thing
+where no cleanup looks (a grader's folder, made and not yet held); `held` keeps both
+signals pending through such a block, and they are raised just after it."""
+
+import contextlib
 import signal
 import sys
+import threading
 
 
 class Terminated(KeyboardInterrupt):
@@ -27,6 +36,22 @@ def handle_sigterm():
     """Make SIGTERM raise Terminated in the main thread (where one is)."""
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+@contextlib.contextmanager
+def held():
+    """Ctrl-C and SIGTERM kept pending while the block runs, raised as usual after it (in
+    the main thread of a system with signal masks; elsewhere the block runs as it is)."""
+    signals = {getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name)}
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def interrupted(err=None):

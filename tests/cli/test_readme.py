@@ -27,7 +27,8 @@ from doors import shortened
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 NOT_RUN = ("git clone", "cd ", ". .venv/", "python -m venv", "pip install", "python -m pytest", "jupyter lab",
-           "python benchmarks/", "python -m numpy_transformer data ")
+           "python benchmarks/", "python -m numpy_transformer data ",
+           "bash benchmarks/")          # the device's call: rehearsed by test_benchmarks_gpu.py
 DATA = {"data/tinyshakespeare.txt":
         "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 80}
 WORDS = ["ein", "mann", "eine", "frau", "hund", "rot", "blau", "klein"]

@@ -51,6 +51,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...system.files import read_json
+from ...system.interrupts import held
 from ...system.owned import OwnedFolder
 from .limits import MAX_RESULT_MB, limits_line, part_groups
 from .namespaces import DISK_MB, INSIDE, PROCESSES, isolation
@@ -111,14 +112,21 @@ class Harness:
                                       memory_mb))
 
     def __enter__(self):
-        self.tmp = OwnedFolder("nt-grader-")      # the folders of killed graders go first
-        self.folder = Path(self.tmp.name) / "harness"
-        self.folder.mkdir()
-        for folder, names in HARNESS_FILES.items():
-            for name in names:
-                shutil.copyfile(folder / name, self.folder / name)
-        (self.folder / "__init__.py").write_text('"""The grading harness (a copy)."""\n')
-        self.sandbox.hand_over([self.tmp.name], [])
+        self.tmp = None
+        try:                        # a signal before `with` has entered: no __exit__ runs
+            with held():            # nor between the folder's making and self.tmp
+                self.tmp = OwnedFolder("nt-grader-")   # dead graders' folders go first
+            self.folder = Path(self.tmp.name) / "harness"
+            self.folder.mkdir()
+            for folder, names in HARNESS_FILES.items():
+                for name in names:
+                    shutil.copyfile(folder / name, self.folder / name)
+            (self.folder / "__init__.py").write_text('"""The grading harness (a copy)."""\n')
+            self.sandbox.hand_over([self.tmp.name], [])
+        except BaseException:
+            if self.tmp is not None:
+                self.tmp.cleanup()
+            raise
         self.deadline = time.monotonic() + self.total_timeout
         return self
 
