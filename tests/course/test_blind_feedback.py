@@ -70,21 +70,27 @@ def body_of(mistake):
     return right.replace(old, new)
 
 
-@pytest.fixture(scope="module")
-def feedback(tmp_path_factory):
-    """{name: (grader result, check verdict)} for every blind mistake."""
-    path = tmp_path_factory.mktemp("blind") / "expected.npz"
+def graded_and_checked(mistakes, secret, folder):
+    """{name: (grader result, check verdict)} for every mistake, each swapped into the
+    reference in turn; `check` reads an expected.npz written in `folder` before any swap."""
+    path = folder / "expected.npz"
     local_check.write_expected(path, [c for checks in scoring.CHECKS.values() for c in checks])
     for part in scoring.PARTS:
-        scoring.reference_results(part, SECRET)
+        scoring.reference_results(part, secret)
     found = {}
-    for mistake in BLIND:
+    for mistake in mistakes:
         with swapped(mistake.function, body_of(mistake)), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = scoring.run_part(mistake.part, secret=SECRET)
+            result = scoring.run_part(mistake.part, secret=secret)
             verdict = local_check.check_parts([mistake.part], path=path)[mistake.part]
         found[mistake.name] = (result, verdict)
     return found
+
+
+@pytest.fixture(scope="module")
+def feedback(tmp_path_factory):
+    """{name: (grader result, check verdict)} for every blind mistake."""
+    return graded_and_checked(BLIND, SECRET, tmp_path_factory.mktemp("blind"))
 
 
 def said(message):

@@ -52,17 +52,15 @@ of its own). These rates are no longer a held-out measurement: a third blind set
 
 import json
 import os
-import warnings
 
 import pytest
 
-from numpy_transformer.course.grading import local_check, scoring
+from numpy_transformer.course.grading import scoring
 from numpy_transformer.course.selftest.right_bodies import RIGHT
 
 from blind_mistakes_2 import BLIND
 from test_blind_feedback import (auto_named, body_of, check_text,     # the same reading
-                                 grader_text)
-from test_one_judgement import swapped
+                                 graded_and_checked, grader_text)
 
 SECRET = 53
 GOAL = 0.8
@@ -93,18 +91,7 @@ HAND = {
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory):
     """{name: (grader result, check verdict)} for every mistake of the set."""
-    path = tmp_path_factory.mktemp("blind2") / "expected.npz"
-    local_check.write_expected(path, [c for checks in scoring.CHECKS.values() for c in checks])
-    for part in scoring.PARTS:
-        scoring.reference_results(part, SECRET)
-    found = {}
-    for mistake in BLIND:
-        with swapped(mistake.function, body_of(mistake)), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = scoring.run_part(mistake.part, secret=SECRET)
-            verdict = local_check.check_parts([mistake.part], path=path)[mistake.part]
-        found[mistake.name] = (result, verdict)
-    return found
+    return graded_and_checked(BLIND, SECRET, tmp_path_factory.mktemp("blind2"))
 
 
 def named(mistake, side, text):
