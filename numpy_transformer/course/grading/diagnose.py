@@ -683,18 +683,29 @@ def another_output(name, have, want, inputs):
     return ""
 
 
+def factor_along(have, want, axis):
+    """The factors c, one per column (axis 0: summed over the rows) or per row (axis 1), with
+    have = c * want as rows (N, D) of the last axis; None when no such factor fits, or when
+    it is the same everywhere (one constant factor, said elsewhere)."""
+    if want.ndim < 2 or want.shape[-1] < 2 or have.shape != want.shape:
+        return None
+    w, h = want.reshape(-1, want.shape[-1]), have.reshape(-1, want.shape[-1])   # (N, D)
+    norm = np.sum(w * w, axis=axis)
+    if np.any(norm == 0.0):
+        return None
+    c = np.sum(h * w, axis=axis) / norm                                       # (D,) or (N,)
+    fitted = c[None, :] * w if axis == 0 else c[:, None] * w
+    if not near(h, fitted) or np.allclose(c, c[0], rtol=1e-9):
+        return None
+    return c
+
+
 def column_scale(have, want, inputs):
     """"is off by one factor per column ..." when have is want times a factor that is one
     number per entry of the last axis, not the same for all; named when it is a parameter
     of the task (gamma, ...), its inverse or its square."""
-    if want.ndim < 2 or want.shape[-1] < 2 or have.shape != want.shape:
-        return ""
-    w, h = want.reshape(-1, want.shape[-1]), have.reshape(-1, want.shape[-1])
-    norm = np.sum(w * w, axis=0)
-    if np.any(norm == 0.0):
-        return ""
-    c = np.sum(h * w, axis=0) / norm
-    if not near(h, c[None, :] * w) or np.allclose(c, c[0], rtol=1e-9):
+    c = factor_along(have, want, axis=0)
+    if c is None:
         return ""
     for key, param in inputs.items():
         if not key.startswith("param.") or np.shape(param) != c.shape or not np.all(param):
@@ -715,18 +726,12 @@ def row_scale(have, want, inputs):
     """"is off by one factor per row ..." when have is want times a factor that is one number
     per row (the same along the last axis) but not the same for every row; the factor named
     when it is a power of the input rows' standard deviation (a normalization's scale)."""
-    if want.ndim < 2 or want.shape[-1] < 2 or have.shape != want.shape:
-        return ""
-    w, h = want.reshape(-1, want.shape[-1]), have.reshape(-1, want.shape[-1])
-    norm = np.sum(w * w, axis=1)
-    if np.any(norm == 0.0):
-        return ""
-    c = np.sum(h * w, axis=1) / norm
-    if not near(h, c[:, None] * w) or np.allclose(c, c[0], rtol=1e-9):
+    c = factor_along(have, want, axis=1)
+    if c is None:
         return ""
     x = inputs.get("x")
     if x is not None and np.shape(x) == want.shape:
-        x = np.asarray(x, dtype=float).reshape(w.shape)
+        x = np.asarray(x, dtype=float).reshape(-1, want.shape[-1])          # (N, D)
         var = x.var(axis=1)
         for eps in (1e-5, 0.0, 1e-6, 1e-12):
             std = np.sqrt(var + eps)
