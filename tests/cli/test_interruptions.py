@@ -8,6 +8,7 @@ being loaded), with a generous deadline."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -37,6 +38,18 @@ def _wait_for(found, process):
             return True
         time.sleep(0.005)
     return found()
+
+
+def _ended(process):
+    """(stdout, stderr) of a process told to stop; one still running at the deadline is
+    aborted and its Python threads' stacks (PYTHONFAULTHANDLER in its environment) fail the
+    test, so a hang says where it was."""
+    try:
+        return process.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        out, err = process.communicate(timeout=DEADLINE)
+        raise AssertionError(f"still running {DEADLINE} s after the signal:\n{err}") from None
 
 
 def _temporaries(folder):
@@ -103,6 +116,32 @@ def test_sigterm_while_starting_says_terminated(ckpt):
     assert "Traceback" not in err, err
 
 
+SIGNAL_STATE = """
+import os, sys
+import numpy_transformer
+print("numpy.random" in sys.modules)
+for task in os.listdir("/proc/self/task"):
+    if int(task) != os.getpid():
+        with open(f"/proc/self/task/{task}/status") as status:
+            print(next(int(line.split()[1], 16) for line in status if line.startswith("SigBlk")))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs /proc")
+def test_the_package_loads_numpy_so_that_no_signal_is_lost():
+    """A SIGTERM that lands in numpy.random's first import is swallowed by its Cython code,
+    and one taken by a BLAS thread reaches Python late (system/interrupts.py): a grader
+    sent SIGTERM just after its folder was made graded on, 1 run in 8. Importing the
+    package imports numpy.random, and NumPy's threads block both signals."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", SIGNAL_STATE], env=env, capture_output=True,
+                          text=True, check=True)
+    loaded, *masks = done.stdout.split()
+    assert loaded == "True"
+    both = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    assert all(int(mask) & both == both for mask in masks), masks
+
+
 def _graders(folder):
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("nt-grader-"))
 
@@ -122,7 +161,7 @@ def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans
     write_region_bodies(package, regions, ["import time\ntime.sleep(3600)\nreturn dy"])
     scratch = tmp_path / "tmp"                  # the graders' temporary folder (TMPDIR)
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONFAULTHANDLER": "1"}
     first = _start(["assignment", "grade", tmp_path / "copy"], env=env,
                    start_new_session=True, stdin=subprocess.DEVNULL)
     assert _wait_for(lambda: _graders(scratch), first), first.communicate()
@@ -135,7 +174,7 @@ def test_a_killed_graders_folder_is_removed_by_the_next_grade_and_sigterm_cleans
     assert _wait_for(lambda: _graders(scratch) and _graders(scratch) != killed, second)
     assert not set(killed) & set(_graders(scratch))        # the dead one's went first
     second.send_signal(signal.SIGTERM)
-    out, err = second.communicate(timeout=DEADLINE)
+    out, err = _ended(second)
     assert second.returncode == 143, err
     assert err.strip().splitlines()[-1] == "terminated" and "Traceback" not in err, err
     assert not _graders(scratch)
