@@ -98,6 +98,8 @@ def test_the_copy_holds_no_input_or_output_of_the_graders(student_copy):
             for a in graders:
                 if a.size > 1 and np.all(a == a.flat[0]):   # one value everywhere: a constant
                     continue        # of the task's public settings (AdamW's slip -lr wd), no input
+                if not np.isfinite(a).any():    # a slip's division by zero (Adam's step count
+                    continue        # one early): signs only, equal to a shipped one 1 time in 32
                 assert not any(np.allclose(a, b, rtol=1e-9, atol=0)
                                for b in by_shape.get(a.shape, ())), (part, secret, a.shape)
 
