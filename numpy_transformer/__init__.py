@@ -32,7 +32,7 @@ def _load_numpy():
     - numpy.random's Cython modules swallow any exception raised while they are first
       imported (a bare `except` around their `abc` registrations), and NumPy imports them
       lazily, on first use: the grader's first use came just after its folder was made, and
-      a grader sent SIGTERM then went on grading an hour-long part (1 run in 8)."""
+      a grader sent SIGTERM then went on grading an hour-long part (1 run in 12)."""
     blocked = {_signal.SIGINT, _signal.SIGTERM}
     if "numpy" in _sys.modules or not hasattr(_signal, "pthread_sigmask") or \
             _threading.current_thread() is not _threading.main_thread():
