@@ -130,7 +130,7 @@ for task in os.listdir("/proc/self/task"):
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs /proc")
 def test_the_package_loads_numpy_so_that_no_signal_is_lost():
     """A SIGTERM that lands in numpy.random's first import is swallowed by its Cython code,
-    and one taken by a BLAS thread reaches Python late (system/interrupts.py): a grader
+    and one taken by a BLAS thread reaches Python late (the package's _load_numpy): a grader
     sent SIGTERM just after its folder was made graded on, 1 run in 12. Importing the
     package imports numpy.random, and NumPy's threads block both signals."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
